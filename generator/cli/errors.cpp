@@ -1,0 +1,40 @@
+#include "errors.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "io/npy.h"
+#include "mfagen/cpu/backend.h"
+
+namespace mfagen::cli {
+
+int report_current_exception(std::string_view command) {
+  // The one place that decides which exception types are the user's doing;
+  // new subcommands add their input-error types here.
+  try {
+    throw;
+  } catch (const cpu::CompileError& e) {
+    // Clang's diagnostics already name the kernel file and line.
+    fmt::print(stderr, "{}: compile error:\n{}\n", command, e.what());
+    return kExitUserError;
+  } catch (const UserError& e) {
+    fmt::print(stderr, "{}: error: {}\n", command, e.what());
+    return kExitUserError;
+  } catch (const io::NpyError& e) {
+    fmt::print(stderr, "{}: error: {}\n", command, e.what());
+    return kExitUserError;
+  } catch (const cpu::LaunchError& e) {
+    fmt::print(stderr, "{}: error: {}\n", command, e.what());
+    return kExitUserError;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: internal error: {}\n", command, e.what());
+    return kExitInternalError;
+  } catch (...) {
+    fmt::print(stderr, "{}: internal error: unknown exception\n", command);
+    return kExitInternalError;
+  }
+}
+
+}  // namespace mfagen::cli

@@ -1,0 +1,147 @@
+// compile(): preprocess with clang -E, lower (msl_lowering), then build a
+// shared object with clang-16 in C++ for OpenCL mode (address spaces are real
+// clang address spaces), cached on disk by the hash of the lowered text.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "loaded_module.h"
+#include "msl_lowering.h"
+#include "subprocess.h"
+#include "toolchain.h"
+
+namespace mfagen::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kLanguageFlags = {"-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc",
+                                                 "-target", "x86_64-unknown-linux-gnu"};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CompileError(fmt::format("error: cannot read '{}'", path.string()));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path unique_temp(const fs::path& dir, std::string_view stem, std::string_view extension) {
+  static std::atomic<uint64_t> counter{0};
+  return dir / fmt::format("{}.{}.{}{}", stem, getpid(), counter++, extension);
+}
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+std::string preprocess(const fs::path& file, const CompileOptions& options, const fs::path& scratch_dir) {
+  const Toolchain& tc = toolchain();
+  fs::path output = unique_temp(scratch_dir, "pre", ".ii");
+  std::vector<std::string> argv = {tc.clang, "-E"};
+  argv.insert(argv.end(), kLanguageFlags.begin(), kLanguageFlags.end());
+  argv.insert(argv.end(), {"-isystem", tc.standin_dir.string(), "-include", "mfagen_standin/abi.h"});
+  for (const std::string& dir : options.include_dirs) argv.insert(argv.end(), {"-I", dir});
+  for (const std::string& define : options.defines) argv.push_back("-D" + define);
+  argv.insert(argv.end(), {file.string(), "-o", output.string()});
+  ProcessResult result = run_process(argv);
+  if (result.exit_code != 0) {
+    fs::remove(output);
+    throw CompileError(result.output);
+  }
+  std::string text = read_file(output);
+  fs::remove(output);
+  return text;
+}
+
+void build_shared_object(const std::string& lowered, const fs::path& object, bool instrument, const fs::path& dir) {
+  const Toolchain& tc = toolchain();
+  fs::path source = unique_temp(dir, object.stem().string(), ".cl");
+  fs::path temp_object = unique_temp(dir, object.stem().string(), ".so");
+  std::ofstream(source, std::ios::binary) << lowered;
+  std::vector<std::string> argv = {tc.clang};
+  argv.insert(argv.end(), kLanguageFlags.begin(), kLanguageFlags.end());
+  argv.insert(argv.end(), {"-Xclang", "-ffake-address-space-map", "-O2", "-gline-tables-only", "-fPIC", "-shared",
+                           "-w", "-o", temp_object.string(), source.string()});
+  if (instrument) argv.push_back("-fpass-plugin=" + tc.plugin.string());
+  ProcessResult result = run_process(argv);
+  fs::remove(source);
+  if (result.exit_code != 0) {
+    fs::remove(temp_object);
+    throw CompileError(result.output);
+  }
+  fs::rename(temp_object, object);  // atomic: concurrent compiles of one key are harmless
+}
+
+bool is_true_literal(const std::string& literal) {
+  return literal != "false" && literal != "0" && literal != "0.0f" && literal != "0.0h";
+}
+
+}  // namespace
+
+std::shared_ptr<const Module> compile_file(const fs::path& file, const CompileOptions& options, CompileStats* stats) {
+  return compile(read_file(file), file.string(), options, stats);
+}
+
+std::shared_ptr<const Module> compile(std::string_view source, std::string_view source_name,
+                                      const CompileOptions& options, CompileStats* stats) {
+  auto start = std::chrono::steady_clock::now();
+  fs::path cache = resolve_cache_dir(options.cache_dir);
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) throw CompileError(fmt::format("error: cannot create kernel cache '{}': {}", cache.string(), ec.message()));
+
+  // Preprocess a private copy so that in-memory sources work; includes
+  // relative to the named file still resolve through -iquote.
+  CompileOptions with_dir = options;
+  fs::path named(source_name);
+  if (named.has_parent_path()) with_dir.include_dirs.push_back(named.parent_path().string());
+  fs::path copy = unique_temp(cache, "src", ".metal");
+  std::ofstream(copy, std::ios::binary) << source;
+  std::string preprocessed;
+  try {
+    preprocessed = preprocess(copy, with_dir, cache);
+  } catch (CompileError& e) {
+    fs::remove(copy);
+    std::string message = e.what();
+    replace_all(message, copy.string(), source_name);
+    throw CompileError(message);
+  }
+  fs::remove(copy);
+  replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
+
+  LoweredSource lowered = lower_msl(preprocessed, options.constants);
+  const Toolchain& tc = toolchain();
+  std::string key = content_hash(fmt::format("abi{}|{}|{}|{}|{}", abi::kAbiVersion, tc.clang, options.instrument,
+                                             options.instrument ? tc.plugin_identity : "", lowered.text));
+  fs::path object = cache / (key + ".so");
+  bool hit = fs::exists(object);
+  if (!hit) build_shared_object(lowered.text, object, options.instrument, cache);
+
+  void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw CompileError(fmt::format("error: cannot load compiled kernel module: {}", dlerror()));
+  std::vector<std::string> constants_true;
+  for (const FunctionConstant& c : lowered.function_constants) {
+    auto given = options.constants.find(c.index);
+    if (given != options.constants.end() && is_true_literal(given->second.literal)) constants_true.push_back(c.name);
+  }
+  auto module = std::make_shared<LoadedModule>(handle, std::move(lowered.kernels), std::move(lowered.function_constants),
+                                               std::move(constants_true), options.instrument);
+  for (const KernelSignature& k : module->kernels())
+    if (!module->entry(k.name))
+      throw CompileError(fmt::format("error: kernel '{}' has no entry point in the compiled module", k.name));
+  if (stats) {
+    stats->cache_hit = hit;
+    stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return module;
+}
+
+}  // namespace mfagen::cpu

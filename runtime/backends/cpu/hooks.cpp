@@ -1,0 +1,37 @@
+// The extern "C" functions kernel modules call (kernel_abi.h). Each forwards
+// to the ThreadgroupRunner running on this OS thread.
+#include "mfagen/cpu/kernel_abi.h"
+#include "threadgroup_runner.h"
+
+using mfagen::cpu::ThreadgroupRunner;
+
+extern "C" {
+
+__attribute__((visibility("default"))) const void* __mf_access(const void* address, uint64_t size, uint32_t flags,
+                                                                const char* loc) {
+  ThreadgroupRunner* runner = ThreadgroupRunner::current();
+  return runner ? runner->access(address, size, flags, loc) : address;
+}
+
+__attribute__((visibility("default"), noinline)) void __mf_threadgroup_barrier(uint32_t) {
+  ThreadgroupRunner::current()->threadgroup_barrier(__builtin_return_address(0));
+}
+
+__attribute__((visibility("default"), noinline)) void __mf_simdgroup_barrier(uint32_t) {
+  ThreadgroupRunner::current()->simdgroup_barrier(__builtin_return_address(0));
+}
+
+__attribute__((visibility("default"), noinline)) const void* __mf_simd_exchange(const void* value, uint32_t bytes,
+                                                                                uint32_t* active_mask) {
+  return ThreadgroupRunner::current()->simd_exchange(value, bytes, active_mask, __builtin_return_address(0));
+}
+
+__attribute__((visibility("default"))) void* __mf_tg_alloc(uint32_t site, uint64_t size, uint64_t align,
+                                                           const char* name) {
+  return ThreadgroupRunner::current()->threadgroup_alloc(site, size, align, name);
+}
+
+__attribute__((visibility("default"))) uint32_t __mf_simd_lane(void) {
+  return ThreadgroupRunner::current()->current_lane();
+}
+}

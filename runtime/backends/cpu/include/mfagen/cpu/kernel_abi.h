@@ -1,0 +1,72 @@
+// The binary interface between a compiled kernel module and the cpu backend's
+// executor. The module side is declared in the Metal stand-in header
+// (runtime/metal_standin/include/mfagen_standin/abi.h, C++ for OpenCL dialect)
+// and in the code the instrumentation pass inserts; keep the three in step and
+// bump kAbiVersion (part of the compile cache key) on any change.
+#pragma once
+
+#include <cstdint>
+
+namespace mfagen::cpu::abi {
+
+inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kMaxBufferIndex = 31;    // Metal: buffer(0..30)
+inline constexpr uint32_t kSimdWidth = 32;
+inline constexpr uint32_t kMaxSimdExchangeBytes = 64;
+
+// Flags of __mf_access. Bits 0-2: the address space of the pointer.
+enum AccessFlags : uint32_t {
+  kSpaceMask = 0x7,
+  kSpaceDevice = 1,
+  kSpaceConstant = 2,
+  kSpaceThreadgroup = 3,
+  kSpaceGeneric = 4,
+  kRead = 1u << 3,
+  kWrite = 1u << 4,
+  kAtomic = 1u << 5,
+};
+
+// Everything a kernel entry needs from the grid, for one thread.
+// Layout mirrors `struct __mf_launch_args` of the stand-in's abi.h.
+struct LaunchArgs {
+  uint64_t buffers[kMaxBufferIndex];              // [[buffer(n)]] base addresses
+  uint64_t threadgroup_buffers[kMaxBufferIndex];  // [[threadgroup(n)]] base addresses
+  uint32_t thread_position_in_grid[3];
+  uint32_t threadgroup_position_in_grid[3];
+  uint32_t thread_position_in_threadgroup[3];
+  uint32_t threads_per_threadgroup[3];
+  uint32_t threadgroups_per_grid[3];
+  uint32_t threads_per_grid[3];
+  uint32_t thread_index_in_threadgroup;
+  uint32_t thread_index_in_simdgroup;
+  uint32_t simdgroup_index_in_threadgroup;
+  uint32_t simdgroups_per_threadgroup;
+  uint32_t threads_per_simdgroup;
+};
+
+// Every kernel `NAME` is exported as `extern "C" void __mf_kernel_NAME(const LaunchArgs*)`.
+using EntryFn = void (*)(const LaunchArgs*);
+inline constexpr const char* kEntryPrefix = "__mf_kernel_";
+
+}  // namespace mfagen::cpu::abi
+
+// Implemented by the executor, called from kernel code.
+extern "C" {
+// Inserted by the instrumentation pass before each load/store through a
+// device, constant, threadgroup or generic pointer. `loc` is "file:line:col".
+// Returns the address the access must use: `address` itself, or a scratch
+// area when the access is out of bounds (so a buggy kernel cannot corrupt the
+// host while its finding is reported).
+const void* __mf_access(const void* address, uint64_t size, uint32_t flags, const char* loc);
+void __mf_threadgroup_barrier(uint32_t mem_flags);
+void __mf_simdgroup_barrier(uint32_t mem_flags);
+// Rendezvous of the active lanes of the caller's simdgroup. Each lane offers
+// `bytes` (<= 64) bytes; returns 32 slots of `bytes` bytes (slot i = lane i's
+// value, valid until the lane's next exchange) and the active-lane mask.
+const void* __mf_simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask);
+// Storage of a kernel-scope `threadgroup T name[...]` declaration: the same
+// address for every thread of a threadgroup (keyed by `site`).
+void* __mf_tg_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
+// thread_index_in_simdgroup of the calling thread (simdgroup_matrix layout).
+uint32_t __mf_simd_lane(void);
+}

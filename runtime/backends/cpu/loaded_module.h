@@ -1,0 +1,40 @@
+// A compiled kernel module loaded into the process (internal to the backend).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mfagen/cpu/backend.h"
+#include "mfagen/cpu/kernel_abi.h"
+
+namespace mfagen::cpu {
+
+class LoadedModule final : public Module {
+ public:
+  LoadedModule(void* handle, std::vector<KernelSignature> kernels, std::vector<FunctionConstant> constants,
+               std::vector<std::string> constants_defined, bool instrumented);
+  ~LoadedModule() override;
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+
+  const std::vector<KernelSignature>& kernels() const override { return kernels_; }
+  const std::vector<FunctionConstant>& function_constants() const override { return constants_; }
+  bool instrumented() const override { return instrumented_; }
+
+  abi::EntryFn entry(std::string_view name) const;
+  bool constant_defined_true(const std::string& name) const;
+  // Address ranges of the module's own image (program-scope `constant` data).
+  const std::vector<std::pair<uintptr_t, uintptr_t>>& image_ranges() const { return image_ranges_; }
+
+ private:
+  void* handle_;
+  std::vector<KernelSignature> kernels_;
+  std::vector<FunctionConstant> constants_;
+  std::vector<std::string> constants_true_;
+  bool instrumented_;
+  std::vector<std::pair<uintptr_t, uintptr_t>> image_ranges_;
+};
+
+}  // namespace mfagen::cpu

@@ -1,0 +1,473 @@
+#include "msl_lowering.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <array>
+#include <optional>
+#include <set>
+
+#include "msl_tokens.h"
+
+namespace mfagen::cpu {
+namespace {
+
+const std::map<std::string_view, std::string_view> kAddressSpaces = {
+    {"device", "__global"}, {"constant", "__constant"}, {"threadgroup", "__local"}, {"thread", "__private"}};
+
+// OpenCL keywords that are ordinary identifiers in MSL.
+const std::set<std::string_view> kOpenClOnlyKeywords = {"global", "local", "generic", "pipe", "read_only",
+                                                        "write_only", "read_write", "private_"};
+
+// Builtin kernel arguments: attribute -> field of __mf_launch_args, and
+// whether the value is a 3-component position (scalar otherwise).
+struct BuiltinArg {
+  std::string_view field;
+  bool vector;
+};
+const std::map<std::string_view, BuiltinArg> kBuiltinArgs = {
+    {"thread_position_in_grid", {"thread_position_in_grid", true}},
+    {"threadgroup_position_in_grid", {"threadgroup_position_in_grid", true}},
+    {"thread_position_in_threadgroup", {"thread_position_in_threadgroup", true}},
+    {"threads_per_threadgroup", {"threads_per_threadgroup", true}},
+    {"dispatch_threads_per_threadgroup", {"threads_per_threadgroup", true}},
+    {"threadgroups_per_grid", {"threadgroups_per_grid", true}},
+    {"threads_per_grid", {"threads_per_grid", true}},
+    {"thread_index_in_threadgroup", {"thread_index_in_threadgroup", false}},
+    {"thread_index_in_simdgroup", {"thread_index_in_simdgroup", false}},
+    {"simdgroup_index_in_threadgroup", {"simdgroup_index_in_threadgroup", false}},
+    {"simdgroups_per_threadgroup", {"simdgroups_per_threadgroup", false}},
+    {"threads_per_simdgroup", {"threads_per_simdgroup", false}},
+};
+
+const std::set<std::string_view> kExpressionKeywords = {"return", "case", "co_return", "co_yield", "throw"};
+
+bool is_vector_type_name(std::string_view name) {
+  static const std::set<std::string, std::less<>> names = [] {
+    std::set<std::string, std::less<>> out;
+    for (const char* base : {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half",
+                             "float", "bfloat"})
+      for (int n = 2; n <= 4; ++n) out.insert(fmt::format("{}{}", base, n));
+    return out;
+  }();
+  return names.contains(name);
+}
+
+class Lowering {
+ public:
+  Lowering(std::string_view text, const std::map<uint32_t, ConstantValue>& constants)
+      : tokens_(tokenize(text)), constants_(constants) {
+    for (size_t i = 0; i < tokens_.size(); ++i)
+      if (tokens_[i].significant()) sig_.push_back(i);
+    in_attribute_.assign(sig_.size(), false);
+  }
+
+  LoweredSource run() {
+    mark_attributes();
+    reject_unsupported_tokens();
+    lower_function_constants();
+    find_kernels();
+    lower_threadgroup_declarations();
+    lower_vector_syntax();
+    map_keywords();
+    LoweredSource out;
+    out.text = join_tokens(tokens_);
+    out.text += "\n# 1 \"<mfagen entry thunks>\"\n";
+    for (const Kernel& k : kernels_) out.text += k.thunk;
+    for (const Kernel& k : kernels_) out.kernels.push_back(k.signature);
+    out.function_constants = function_constants_;
+    for (const auto& [index, value] : constants_) {
+      bool used = std::any_of(function_constants_.begin(), function_constants_.end(),
+                              [&](const FunctionConstant& c) { return c.index == index; });
+      if (!used) {
+        std::string declared;
+        for (const FunctionConstant& c : function_constants_)
+          declared += fmt::format("{}{} ({} {})", declared.empty() ? "" : ", ", c.index, c.type, c.name);
+        throw CompileError(fmt::format("error: function constant {} was given but the source declares no "
+                                       "[[function_constant({})]] (declared: {})",
+                                       index, index, declared.empty() ? "none" : declared));
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Kernel {
+    KernelSignature signature;
+    std::string thunk;
+  };
+
+  // --- token access (k indexes significant tokens) ---
+  size_t count() const { return sig_.size(); }
+  Token& at(size_t k) { return tokens_[sig_[k]]; }
+  std::string_view text(size_t k) const { return k < sig_.size() ? std::string_view(tokens_[sig_[k]].text) : ""; }
+  bool is(size_t k, std::string_view s) const { return k < sig_.size() && tokens_[sig_[k]].text == s; }
+  bool is_identifier(size_t k) const { return k < sig_.size() && tokens_[sig_[k]].kind == TokenKind::identifier; }
+  void replace(size_t k, std::string s) { tokens_[sig_[k]].text = std::move(s); }
+
+  [[noreturn]] void fail(size_t k, const std::string& message) const {
+    const Token& t = tokens_[sig_[std::min(k, sig_.size() - 1)]];
+    throw CompileError(fmt::format("{}:{}: error: {}", t.file, t.line, message));
+  }
+
+  // Index of the token closing the bracket opened at k.
+  size_t matching(size_t k) const {
+    std::string_view open = text(k);
+    std::string_view close = open == "(" ? ")" : open == "[" ? "]" : open == "{" ? "}" : ">";
+    int depth = 0;
+    for (size_t j = k; j < count(); ++j) {
+      if (text(j) == open) ++depth;
+      if (text(j) == close && --depth == 0) return j;
+    }
+    fail(k, fmt::format("unbalanced '{}'", open));
+  }
+
+  // Lowered text of tokens [begin, end), one space between tokens.
+  // Text of tokens [begin, end), spaced only where two words would merge;
+  // `lowered` maps address-space keywords.
+  std::string joined_text(size_t begin, size_t end, bool lowered) const {
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    std::string out;
+    for (size_t k = begin; k < end; ++k) {
+      std::string_view t = text(k);
+      auto space = kAddressSpaces.find(t);
+      if (lowered && space != kAddressSpaces.end() && !in_attribute_[k]) t = space->second;
+      if (!out.empty() && !t.empty() && word(out.back()) && word(t.front())) out += ' ';
+      out += t;
+    }
+    return out;
+  }
+  std::string lowered_text(size_t begin, size_t end) const { return joined_text(begin, end, true); }
+  std::string original_text(size_t begin, size_t end) const { return joined_text(begin, end, false); }
+
+  // --- passes ---
+  void mark_attributes() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (!is(k, "[") || !is(k + 1, "[")) continue;
+      size_t end = matching(k);
+      for (size_t j = k; j <= end; ++j) in_attribute_[j] = true;
+      k = end;
+    }
+  }
+
+  void reject_unsupported_tokens() {
+    for (size_t k = 0; k < count(); ++k) {
+      if (in_attribute_[k] || !is_identifier(k)) continue;
+      if (text(k) == "double") fail(k, "'double' is not supported by Metal (use float)");
+      if (kOpenClOnlyKeywords.contains(text(k))) replace(k, fmt::format("__mf_id_{}", text(k)));
+    }
+  }
+
+  // `constant T name [[function_constant(i)]];` at namespace scope.
+  void lower_function_constants() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (!(is(k, "[") && is(k + 1, "[") && is(k + 2, "function_constant") && is(k + 3, "("))) continue;
+      size_t attr_end = matching(k);
+      if (!is(attr_end + 1, ";")) continue;  // a parameter attribute, handled with kernels
+      size_t begin = k;
+      while (begin > 0 && !is(begin - 1, ";") && !is(begin - 1, "}") && !is(begin - 1, "{")) --begin;
+      if (!is(begin, "constant")) fail(k, "a function constant must be declared 'constant T name [[function_constant(i)]];'");
+      if (k - begin < 3) fail(k, "malformed function constant declaration");
+      size_t name = k - 1;
+      std::string type = original_text(begin + 1, name);
+      uint32_t index = 0;
+      try {
+        index = static_cast<uint32_t>(std::stoul(std::string(text(k + 4))));
+      } catch (const std::exception&) {
+        fail(k, "function_constant index must be an integer literal");
+      }
+      std::string constant_name(text(name));
+      function_constants_.push_back(FunctionConstant{index, constant_name, type});
+      auto given = constants_.find(index);
+      std::string value = "0";
+      if (given != constants_.end()) {
+        if (given->second.type != type)
+          fail(k, fmt::format("function constant {} ('{}') is declared '{}' but was given as '{}'", index,
+                              constant_name, type, given->second.type));
+        value = given->second.literal;
+      }
+      for (size_t j = begin; j <= attr_end; ++j) replace(j, "");
+      replace(begin, fmt::format("static constexpr __constant {} {} = ({})({}); enum : bool {{ __mf_fc_defined_{} = {} }}",
+                                 type, constant_name, type, value, constant_name,
+                                 given != constants_.end() ? "true" : "false"));
+      fc_defined_.insert(constant_name);
+      k = attr_end;
+    }
+    for (size_t k = 0; k + 3 < count(); ++k) {
+      if (!is(k, "is_function_constant_defined") || !is(k + 1, "(") || !is(k + 3, ")")) continue;
+      if (!fc_defined_.contains(std::string(text(k + 2))))
+        fail(k, fmt::format("'{}' is not a function constant", text(k + 2)));
+      replace(k, fmt::format("__mf_fc_defined_{}", text(k + 2)));
+      replace(k + 1, "");
+      replace(k + 2, "");
+      replace(k + 3, "");
+    }
+  }
+
+  // `kernel void name(params) {` or `[[kernel]] void name(...)`.
+  void find_kernels() {
+    std::vector<std::pair<size_t, std::string>> namespaces;  // (closing brace, name)
+    for (size_t k = 0; k < count(); ++k) {
+      while (!namespaces.empty() && k > namespaces.back().first) namespaces.pop_back();
+      if (is(k, "namespace") && !in_attribute_[k]) {
+        size_t j = k + 1;
+        std::string name;
+        while (j < count() && !is(j, "{") && !is(j, ";") && !is(j, "=")) name += text(j++);
+        if (is(j, "{")) namespaces.emplace_back(matching(j), name);
+        continue;
+      }
+      bool keyword = is(k, "kernel") && !in_attribute_[k];
+      bool attribute = is(k, "[") && is(k + 1, "[") && is(k + 2, "kernel") && is(k + 3, "]");
+      if (!keyword && !attribute) continue;
+      size_t start = keyword ? k + 1 : k + 5;
+      if (k > 0 && is(k - 1, ">")) fail(k, "templated kernels are not supported by the cpu backend yet");
+      if (!is(start, "void")) fail(k, "a kernel must return void");
+      if (!is_identifier(start + 1) || !is(start + 2, "("))
+        fail(k, "expected 'kernel void NAME(...)'");
+      size_t close = matching(start + 2);
+      if (!is(close + 1, "{")) continue;  // a declaration; the definition comes later
+      for (size_t j = k; j < start; ++j) replace(j, "");
+      std::vector<std::string> scope;
+      for (auto& ns : namespaces) scope.push_back(ns.second);
+      kernels_.push_back(build_kernel(start + 1, close, scope));
+      kernel_bodies_.emplace_back(close + 1, matching(close + 1));
+      k = close;
+    }
+  }
+
+  Kernel build_kernel(size_t name_token, size_t close, const std::vector<std::string>& scope) {
+    Kernel kernel;
+    kernel.signature.name = std::string(text(name_token));
+    kernel.signature.location = fmt::format("{}:{}", at(name_token).file, at(name_token).line);
+    std::vector<std::string> arguments;
+    std::set<uint32_t> buffer_indices, threadgroup_indices;
+    size_t begin = name_token + 2;
+    while (begin < close) {
+      size_t end = begin;
+      int depth = 0;
+      while (end < close) {
+        std::string_view t = text(end);
+        if (t == "(" || t == "[" || t == "<" || t == "{") ++depth;
+        if (t == ")" || t == "]" || t == ">" || t == "}") --depth;
+        if (t == "," && depth == 0) break;
+        ++end;
+      }
+      if (end > begin) {
+        KernelParam param = parse_param(begin, end);
+        if (param.kind == KernelParam::Kind::buffer && !buffer_indices.insert(param.index).second)
+          fail(begin, fmt::format("duplicate [[buffer({})]] in kernel '{}'", param.index, kernel.signature.name));
+        if (param.kind == KernelParam::Kind::threadgroup_buffer && !threadgroup_indices.insert(param.index).second)
+          fail(begin, fmt::format("duplicate [[threadgroup({})]] in kernel '{}'", param.index, kernel.signature.name));
+        arguments.push_back(thunk_argument(param, begin, end));
+        kernel.signature.params.push_back(std::move(param));
+      }
+      begin = end + 1;
+    }
+    std::string body = fmt::format("extern \"C\" void {}{}(const __mf_launch_args* __mf_a) {{\n  {}(", "__mf_kernel_",
+                                   kernel.signature.name, kernel.signature.name);
+    for (size_t i = 0; i < arguments.size(); ++i) body += (i ? ",\n    " : "") + arguments[i];
+    body += ");\n}\n";
+    for (auto it = scope.rbegin(); it != scope.rend(); ++it) body = fmt::format("namespace {} {{\n{}}}\n", *it, body);
+    kernel.thunk = body;
+    return kernel;
+  }
+
+  // Parameter tokens [begin, end): TYPE NAME [[attributes]].
+  KernelParam parse_param(size_t begin, size_t end) {
+    size_t attr = begin;
+    while (attr < end && !(is(attr, "[") && in_attribute_[attr])) ++attr;
+    if (attr == end) fail(begin, "kernel parameter without an attribute ([[buffer(n)]], [[thread_position_in_grid]], ...)");
+    size_t name = attr - 1;
+    if (!is_identifier(name) || name <= begin) fail(begin, "kernel parameter needs a type and a name");
+    KernelParam param;
+    param.name = std::string(text(name));
+    param.type = original_text(begin, name);
+    for (size_t j = begin; j < name; ++j) {
+      if (text(j) == "const") param.is_const = true;
+      if (text(j) == "&") param.is_reference = true;
+      if (text(j) == "device") param.space = AddressSpace::device;
+      if (text(j) == "constant") param.space = AddressSpace::constant;
+      if (text(j) == "threadgroup") param.space = AddressSpace::threadgroup;
+    }
+    // Attribute list: [[a, b(x), ...]] possibly repeated.
+    bool have_kind = false;
+    for (size_t j = attr; j < end; ++j) {
+      if (!is_identifier(j) || !(is(j - 1, "[") || is(j - 1, ","))) continue;
+      std::string_view attribute = text(j);
+      std::string argument;
+      if (is(j + 1, "(")) argument = original_text(j + 2, matching(j + 1));
+      auto integer = [&]() -> uint32_t {
+        try {
+          size_t used = 0;
+          unsigned long v = std::stoul(argument, &used, 0);
+          if (used != argument.size() || v > 30) throw std::out_of_range("index");
+          return static_cast<uint32_t>(v);
+        } catch (const std::exception&) {
+          fail(j, fmt::format("[[{}(...)]] needs an integer index 0..30, got '{}'", attribute, argument));
+        }
+      };
+      if (attribute == "function_constant") {
+        param.function_constant = argument;
+        continue;
+      }
+      if (have_kind) fail(j, fmt::format("parameter '{}' has two binding attributes", param.name));
+      have_kind = true;
+      param.attribute = std::string(attribute);
+      if (attribute == "buffer") {
+        param.kind = KernelParam::Kind::buffer;
+        param.index = integer();
+        if (param.space != AddressSpace::device && param.space != AddressSpace::constant)
+          fail(j, fmt::format("[[buffer]] parameter '{}' must point to device or constant memory", param.name));
+      } else if (attribute == "threadgroup") {
+        param.kind = KernelParam::Kind::threadgroup_buffer;
+        param.index = integer();
+        if (param.space != AddressSpace::threadgroup)
+          fail(j, fmt::format("[[threadgroup]] parameter '{}' must point to threadgroup memory", param.name));
+      } else if (kBuiltinArgs.contains(attribute)) {
+        param.kind = KernelParam::Kind::builtin;
+      } else {
+        fail(j, fmt::format("kernel parameter attribute '{}' is not supported by the cpu backend", attribute));
+      }
+    }
+    if (!have_kind) fail(attr, fmt::format("kernel parameter '{}' has no binding attribute", param.name));
+    if (param.kind != KernelParam::Kind::builtin && !param.is_reference) {
+      bool pointer = false;
+      for (size_t j = begin; j < name; ++j) pointer |= text(j) == "*";
+      if (!pointer) fail(begin, fmt::format("buffer parameter '{}' must be a pointer or a reference", param.name));
+    }
+    return param;
+  }
+
+  std::string thunk_argument(const KernelParam& param, size_t begin, size_t end) {
+    size_t name = begin;
+    while (name < end && text(name) != param.name) ++name;
+    std::string type = lowered_text(begin, name);
+    switch (param.kind) {
+      case KernelParam::Kind::buffer:
+      case KernelParam::Kind::threadgroup_buffer: {
+        const char* table = param.kind == KernelParam::Kind::buffer ? "buffers" : "threadgroup_buffers";
+        if (param.is_reference) {
+          std::string pointer = type.substr(0, type.rfind('&')) + "*";
+          return fmt::format("*({})(__mf_a->{}[{}])", pointer, table, param.index);
+        }
+        return fmt::format("({})(__mf_a->{}[{}])", type, table, param.index);
+      }
+      case KernelParam::Kind::builtin: {
+        std::string value_type;
+        for (size_t j = begin; j < name; ++j)
+          if (text(j) != "const" && text(j) != "thread") value_type += (value_type.empty() ? "" : " ") + std::string(text(j));
+        const BuiltinArg& arg = kBuiltinArgs.at(param.attribute);
+        if (arg.vector) return fmt::format("__mf_thread_id<{}>(__mf_a->{})", value_type, arg.field);
+        return fmt::format("({})(__mf_a->{})", value_type, arg.field);
+      }
+    }
+    return "";
+  }
+
+  // Kernel-scope `threadgroup T name[dims];` -> reference to per-threadgroup storage.
+  void lower_threadgroup_declarations() {
+    for (auto [body_begin, body_end] : kernel_bodies_) {
+      for (size_t k = body_begin + 1; k < body_end; ++k) {
+        if (!is(k, "threadgroup") || !(is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";"))) continue;
+        size_t semi = k;
+        int depth = 0;
+        bool initialized = false, pointer = false, several = false;
+        size_t first_bracket = 0;
+        for (; semi < body_end; ++semi) {
+          std::string_view t = text(semi);
+          if (t == ";" && depth == 0) break;
+          if (t == "(" || t == "[" || t == "<" || t == "{") {
+            if (t == "[" && depth == 0 && !first_bracket) first_bracket = semi;
+            ++depth;
+          }
+          if (t == ")" || t == "]" || t == ">" || t == "}") --depth;
+          if (depth == 0 && t == "=") initialized = true;
+          if (depth == 0 && (t == "*" || t == "&") && !first_bracket) pointer = true;
+          if (depth == 0 && t == ",") several = true;
+        }
+        if (pointer) continue;  // a private pointer/reference to threadgroup memory
+        if (initialized) fail(k, "threadgroup variables cannot have initializers");
+        if (several) fail(k, "declare one threadgroup variable per statement");
+        size_t name = first_bracket ? first_bracket - 1 : semi - 1;
+        if (!is_identifier(name) || name <= k + 1) fail(k, "malformed threadgroup variable declaration");
+        std::string type = lowered_text(k + 1, name);
+        std::string dims = first_bracket ? original_text(first_bracket, semi) : "";
+        std::string decl = fmt::format(
+            "__local {0} (&{1}){2} = *(__local {0} (*){2})(unsigned long)__mf_tg_alloc({3}u, sizeof({0}{2}), "
+            "alignof({0}{2}), \"{1}\")",
+            type, text(name), dims, tg_sites_++);
+        for (size_t j = k; j < semi; ++j) replace(j, "");
+        replace(k, decl);
+        k = semi;
+      }
+    }
+  }
+
+  // float4(...) -> __mf_vec_ctor<float4>(...);  (float4)x -> __mf_vec_cast<float4>{} ->* x
+  void lower_vector_syntax() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (in_attribute_[k]) continue;
+      if (is(k, "(") && is_vector_type_name(text(k + 1)) && is(k + 2, ")")) {
+        if (lower_vector_cast(k)) {
+          k += 2;
+          continue;
+        }
+      }
+      if (!is_vector_type_name(text(k)) || !is(k + 1, "(")) continue;
+      if (k > 0 && (is(k - 1, "operator") || is(k - 1, ".") || is(k - 1, "->"))) continue;
+      bool qualified = k >= 2 && is(k - 1, "::") && is(k - 2, "metal");
+      if (k >= 1 && is(k - 1, "::") && !qualified) fail(k, "unsupported qualified vector constructor");
+      replace(k, qualified ? fmt::format("__mf_vec_ctor<::metal::{}>", text(k))
+                           : fmt::format("::metal::__mf_vec_ctor<{}>", text(k)));
+    }
+  }
+
+  bool lower_vector_cast(size_t k) {
+    if (k == 0) return false;
+    std::string_view prev = text(k - 1);
+    std::string_view next = text(k + 3);
+    if (next == ";" || next == ")" || next == "," || next == "]" || next == "{" || next.empty()) return false;
+    if (is_identifier(k - 1) && !kExpressionKeywords.contains(prev)) return false;  // sizeof(float4), f(float4)
+    if (prev == ")" || prev == "]") return false;
+    static const std::set<std::string_view> unary = {"-", "+", "!", "~", "*", "&"};
+    if (unary.contains(prev)) {
+      bool operand_before = k >= 2 && (at(k - 2).kind == TokenKind::number || at(k - 2).kind == TokenKind::literal ||
+                                       is(k - 2, ")") || is(k - 2, "]") ||
+                                       (is_identifier(k - 2) && !kExpressionKeywords.contains(text(k - 2))));
+      if (!operand_before)
+        fail(k, fmt::format("write '{}({}(...))' instead of a unary operator before a C-style vector cast", prev,
+                            text(k + 1)));
+    }
+    replace(k, "");
+    replace(k + 1, fmt::format("::metal::__mf_vec_cast<{}>{{}} ->*", text(k + 1)));
+    replace(k + 2, "");
+    return true;
+  }
+
+  void map_keywords() {
+    for (size_t k = 0; k < count(); ++k) {
+      if (in_attribute_[k] || !is_identifier(k)) continue;
+      auto space = kAddressSpaces.find(text(k));
+      if (space != kAddressSpaces.end()) replace(k, std::string(space->second));
+    }
+  }
+
+  std::vector<Token> tokens_;
+  std::vector<size_t> sig_;
+  std::vector<bool> in_attribute_;
+  const std::map<uint32_t, ConstantValue>& constants_;
+  std::vector<Kernel> kernels_;
+  std::vector<std::pair<size_t, size_t>> kernel_bodies_;
+  std::vector<FunctionConstant> function_constants_;
+  std::set<std::string> fc_defined_;
+  uint32_t tg_sites_ = 0;
+};
+
+}  // namespace
+
+LoweredSource lower_msl(std::string_view preprocessed, const std::map<uint32_t, ConstantValue>& constants) {
+  return Lowering(preprocessed, constants).run();
+}
+
+}  // namespace mfagen::cpu

@@ -1,0 +1,35 @@
+// Mechanical lowering of preprocessed MSL to C++ for OpenCL (DESIGN.md
+// section 7). It rewrites single tokens and a few fixed patterns; it never
+// re-implements a kernel:
+//   - address-space keywords (device, constant, threadgroup, thread) become
+//     clang address spaces, except inside [[attributes]];
+//   - kernel-scope `threadgroup T name[N];` becomes a reference to storage the
+//     executor hands out per threadgroup (__mf_tg_alloc);
+//   - `constant T name [[function_constant(i)]];` becomes a constexpr with the
+//     launch's value, and is_function_constant_defined() a constant;
+//   - vector constructors `float4(...)` and casts `(float4)x` get Metal's
+//     value-converting semantics (clang's vector casts are bit casts);
+//   - every kernel gets an `extern "C"` entry thunk that binds buffers and
+//     thread-position arguments from their attributes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mfagen/cpu/backend.h"
+
+namespace mfagen::cpu {
+
+struct LoweredSource {
+  std::string text;
+  std::vector<KernelSignature> kernels;
+  std::vector<FunctionConstant> function_constants;
+};
+
+// Throws CompileError ("file:line: error: ...") for MSL the cpu backend cannot
+// run faithfully or that Metal rejects.
+LoweredSource lower_msl(std::string_view preprocessed, const std::map<uint32_t, ConstantValue>& constants);
+
+}  // namespace mfagen::cpu

@@ -1,0 +1,492 @@
+#include "threadgroup_runner.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "subprocess.h"
+#include "toolchain.h"
+
+namespace mfagen::cpu {
+namespace ctx = boost::context::detail;
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;
+constexpr size_t kGuardBytes = 4096;
+constexpr uint64_t kRedzoneBytes = 16;   // gap between threadgroup allocations
+constexpr size_t kSinkBytes = 64 * 1024;  // where out-of-bounds accesses are redirected
+constexpr std::byte kUninitializedPattern{0xa5};
+
+thread_local ThreadgroupRunner* tls_runner = nullptr;
+
+uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+// Source location of a return address inside a kernel module, skipping
+// frames of the Metal stand-in so that the user's call site is reported.
+std::string symbolize(const void* site) {
+  static std::mutex mutex;
+  static std::map<const void*, std::string> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(site); it != cache.end()) return it->second;
+  Dl_info info{};
+  std::string result = fmt::format("{}", site);
+  if (dladdr(site, &info) && info.dli_fname) {
+    uintptr_t offset = reinterpret_cast<uintptr_t>(site) - reinterpret_cast<uintptr_t>(info.dli_fbase) - 1;
+    try {
+      ProcessResult out = run_process({"llvm-symbolizer-16", "--inlining", "--obj", info.dli_fname,
+                                       fmt::format("0x{:x}", offset)});
+      std::string standin = toolchain().standin_dir.string();
+      std::vector<std::string> lines;
+      size_t start = 0;
+      while (start < out.output.size()) {
+        size_t end = out.output.find('\n', start);
+        if (end == std::string::npos) end = out.output.size();
+        lines.push_back(out.output.substr(start, end - start));
+        start = end + 1;
+      }
+      for (size_t i = 1; i < lines.size(); i += 2) {
+        if (lines[i].empty() || lines[i].starts_with("??")) continue;
+        if (lines[i].find(standin) != std::string::npos || lines[i].find("mfagen_standin") != std::string::npos)
+          continue;
+        result = lines[i];
+        break;
+      }
+    } catch (const std::exception&) {
+      // keep the raw address
+    }
+  }
+  cache.emplace(site, result);
+  return result;
+}
+
+}  // namespace
+
+ThreadgroupRunner* ThreadgroupRunner::current() { return tls_runner; }
+
+ThreadgroupRunner::ThreadgroupRunner(const LaunchContext& context, FindingSink& findings)
+    : context_(context), findings_(findings) {
+  uint32_t count = static_cast<uint32_t>(context.group.volume());
+  threads_.resize(count);
+  simds_.resize((count + abi::kSimdWidth - 1) / abi::kSimdWidth);
+  stacks_bytes_ = size_t(count) * kStackBytes;
+  void* memory = mmap(nullptr, stacks_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (memory == MAP_FAILED) throw LaunchError("cannot allocate fiber stacks");
+  stacks_ = static_cast<std::byte*>(memory);
+  for (uint32_t i = 0; i < count; ++i) mprotect(stacks_ + size_t(i) * kStackBytes, kGuardBytes, PROT_NONE);
+  arena_.assign(2 * kThreadgroupMemoryLimit + 64 * kRedzoneBytes, kUninitializedPattern);
+  shadow_.resize(arena_.size());
+  sink_.resize(kSinkBytes);
+  for (const auto& b : context.buffers) traffic_.push_back(BufferTraffic{b.index, 0, 0});
+}
+
+ThreadgroupRunner::~ThreadgroupRunner() { munmap(stacks_, stacks_bytes_); }
+
+void ThreadgroupRunner::prepare_threads(Dim3 position) {
+  position_ = position;
+  const Dim3 g = context_.group;
+  const uint32_t count = static_cast<uint32_t>(g.volume());
+  for (uint32_t i = 0; i < count; ++i) {
+    KernelThread& t = threads_[i];
+    t.state = State::runnable;
+    t.simd = i / abi::kSimdWidth;
+    t.lane = i % abi::kSimdWidth;
+    t.wait_site = nullptr;
+    abi::LaunchArgs& a = t.args;
+    std::copy(context_.buffer_addresses.begin(), context_.buffer_addresses.end(), a.buffers);
+    const uint32_t local[3] = {i % g.x, (i / g.x) % g.y, i / (g.x * g.y)};
+    const uint32_t group[3] = {position.x, position.y, position.z};
+    const uint32_t size[3] = {g.x, g.y, g.z};
+    const uint32_t grid[3] = {context_.grid.x, context_.grid.y, context_.grid.z};
+    for (int d = 0; d < 3; ++d) {
+      a.thread_position_in_threadgroup[d] = local[d];
+      a.threadgroup_position_in_grid[d] = group[d];
+      a.thread_position_in_grid[d] = group[d] * size[d] + local[d];
+      a.threads_per_threadgroup[d] = size[d];
+      a.threadgroups_per_grid[d] = grid[d];
+      a.threads_per_grid[d] = grid[d] * size[d];
+    }
+    a.thread_index_in_threadgroup = i;
+    a.thread_index_in_simdgroup = t.lane;
+    a.simdgroup_index_in_threadgroup = t.simd;
+    a.simdgroups_per_threadgroup = static_cast<uint32_t>(simds_.size());
+    a.threads_per_simdgroup = abi::kSimdWidth;
+    t.context = ctx::make_fcontext(stacks_ + size_t(i + 1) * kStackBytes, kStackBytes - kGuardBytes, &fiber_main);
+  }
+  for (size_t s = 0; s < simds_.size(); ++s) {
+    SimdGroup& group = simds_[s];
+    group.lanes = std::min<uint32_t>(abi::kSimdWidth, count - uint32_t(s) * abi::kSimdWidth);
+    group.arrived_mask = 0;
+    group.generation = 0;
+    group.epoch = 0;
+  }
+  // Threadgroup memory starts as garbage, as on a GPU; dynamic buffers first.
+  std::fill(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(std::max<uint64_t>(arena_next_, 1)),
+            kUninitializedPattern);
+  std::fill(shadow_.begin(), shadow_.begin() + static_cast<std::ptrdiff_t>(std::max<uint64_t>(arena_next_, 1)), Shadow{});
+  allocations_.clear();
+  arena_next_ = 0;
+  arena_used_bytes_ = 0;
+  tg_epoch_ = 0;
+  for (auto [index, bytes] : context_.threadgroup_buffers) {
+    arena_next_ = align_up(arena_next_, 16);
+    allocations_.push_back(Allocation{arena_next_, bytes, fmt::format("threadgroup({})", index), ~0u});
+    for (KernelThread& t : threads_)
+      t.args.threadgroup_buffers[index] = reinterpret_cast<uint64_t>(arena_.data() + arena_next_);
+    arena_next_ += bytes + kRedzoneBytes;
+    arena_used_bytes_ += bytes;
+  }
+}
+
+bool ThreadgroupRunner::run(Dim3 position) {
+  prepare_threads(position);
+  tls_runner = this;
+  schedule();
+  tls_runner = nullptr;
+  return fatal_error_.empty();
+}
+
+void ThreadgroupRunner::fiber_main(ctx::transfer_t transfer) {
+  ThreadgroupRunner* self = tls_runner;
+  self->scheduler_ = transfer.fctx;
+  KernelThread& thread = self->threads_[self->current_];
+  self->context_.entry(&thread.args);
+  self->threads_[self->current_].state = State::finished;
+  ctx::jump_fcontext(self->scheduler_, nullptr);  // never resumed
+}
+
+void ThreadgroupRunner::resume(uint32_t index) {
+  current_ = index;
+  ctx::transfer_t back = ctx::jump_fcontext(threads_[index].context, nullptr);
+  threads_[index].context = back.fctx;
+}
+
+void ThreadgroupRunner::yield() {
+  ctx::transfer_t back = ctx::jump_fcontext(scheduler_, nullptr);
+  scheduler_ = back.fctx;
+}
+
+void ThreadgroupRunner::schedule() {
+  aborted_ = false;
+  const uint32_t count = static_cast<uint32_t>(threads_.size());
+  for (;;) {
+    bool ran = false;
+    for (uint32_t i = 0; i < count && !aborted_; ++i) {
+      if (threads_[i].state != State::runnable) continue;
+      resume(i);
+      ran = true;
+    }
+    if (aborted_) return;
+    if (ran) continue;
+    bool all_finished = std::all_of(threads_.begin(), threads_.end(),
+                                    [](const KernelThread& t) { return t.state == State::finished; });
+    if (all_finished) return;
+    if (!release_blocked()) return;
+  }
+}
+
+void ThreadgroupRunner::complete_collective(SimdGroup& group) {
+  uint32_t slot = group.generation & 1;
+  group.result_mask[slot] = group.arrived_mask;
+  uint32_t base = static_cast<uint32_t>(&group - simds_.data()) * abi::kSimdWidth;
+  for (uint32_t lane = 0; lane < group.lanes; ++lane)
+    if (group.arrived_mask & (1u << lane)) threads_[base + lane].state = State::runnable;
+  group.arrived_mask = 0;
+  group.generation++;
+  group.epoch++;
+}
+
+// Nothing is runnable: complete what can complete, report what cannot.
+bool ThreadgroupRunner::release_blocked() {
+  // A collective whose missing lanes have all returned completes with the
+  // lanes that are still active, as on the GPU.
+  bool released = false;
+  for (size_t s = 0; s < simds_.size(); ++s) {
+    SimdGroup& group = simds_[s];
+    if (!group.arrived_mask) continue;
+    bool others_finished = true;
+    for (uint32_t lane = 0; lane < group.lanes; ++lane) {
+      if (group.arrived_mask & (1u << lane)) continue;
+      others_finished &= threads_[s * abi::kSimdWidth + lane].state == State::finished;
+    }
+    if (others_finished) {
+      complete_collective(group);
+      released = true;
+    }
+  }
+  if (released) return true;
+
+  std::vector<uint32_t> waiting, finished, collective;
+  for (uint32_t i = 0; i < threads_.size(); ++i) {
+    if (threads_[i].state == State::at_barrier) waiting.push_back(i);
+    if (threads_[i].state == State::finished) finished.push_back(i);
+    if (threads_[i].state == State::in_collective) collective.push_back(i);
+  }
+  if (!collective.empty()) {
+    const KernelThread& lane = threads_[collective.front()];
+    if (waiting.empty()) waiting.push_back(collective.front());
+    const KernelThread& other = threads_[waiting.front()];
+    if (context_.detectors.barrier_divergence)
+      report(FindingKind::barrier_divergence, 0, site_location(lane.wait_site), "",
+             fmt::format("simdgroup {} waits in a simd collective while thread {} waits at threadgroup_barrier ({}); "
+                         "the threadgroup cannot continue",
+                         lane.simd, waiting.front(), site_location(other.wait_site)),
+             collective.front());
+    aborted_ = true;  // called from the scheduler: nothing to park
+    return false;
+  }
+  const void* site = threads_[waiting.front()].wait_site;
+  if (context_.detectors.barrier_divergence) {
+    if (!finished.empty())
+      report(FindingKind::barrier_divergence, 0, site_location(site), "",
+             fmt::format("thread {} returned while {} threads wait at this threadgroup_barrier", finished.front(),
+                         waiting.size()),
+             finished.front());
+    for (uint32_t i : waiting) {
+      if (threads_[i].wait_site == site) continue;
+      report(FindingKind::barrier_divergence, 0, site_location(threads_[i].wait_site), "",
+             fmt::format("thread {} waits at a different threadgroup_barrier than thread {} ({})", i, waiting.front(),
+                         site_location(site)),
+             i);
+      break;
+    }
+  }
+  for (uint32_t i : waiting) threads_[i].state = State::runnable;
+  ++tg_epoch_;
+  return true;
+}
+
+void ThreadgroupRunner::threadgroup_barrier(const void* site) {
+  KernelThread& t = threads_[current_];
+  t.state = State::at_barrier;
+  t.wait_site = site;
+  yield();
+}
+
+void ThreadgroupRunner::simdgroup_barrier(const void* site) {
+  uint32_t mask = 0;
+  simd_exchange(nullptr, 0, &mask, site);
+}
+
+const void* ThreadgroupRunner::simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask,
+                                             const void* site) {
+  KernelThread& t = threads_[current_];
+  SimdGroup& group = simds_[t.simd];
+  if (bytes > abi::kMaxSimdExchangeBytes) {
+    abort_threadgroup(fmt::format("simd collective of {} bytes exceeds the supported {}", bytes,
+                                  abi::kMaxSimdExchangeBytes));
+    return sink_.data();
+  }
+  if (group.arrived_mask == 0) {
+    group.bytes = bytes;
+    group.site = site;
+  } else if ((group.bytes != bytes || group.site != site) && context_.detectors.barrier_divergence) {
+    report(FindingKind::barrier_divergence, 0, site_location(site), "",
+           fmt::format("lane {} of simdgroup {} reaches a different simd collective than its other lanes ({})", t.lane,
+                       t.simd, site_location(group.site)),
+           current_);
+  }
+  uint32_t slot = group.generation & 1;
+  if (bytes) std::memcpy(group.slots[slot].data() + size_t(t.lane) * bytes, value, bytes);
+  group.arrived_mask |= 1u << t.lane;
+  t.state = State::in_collective;
+  t.wait_site = site;
+  uint32_t active = 0;
+  for (uint32_t lane = 0; lane < group.lanes; ++lane) {
+    const KernelThread& other = threads_[t.simd * abi::kSimdWidth + lane];
+    if (other.state != State::finished) active |= 1u << lane;
+  }
+  if ((group.arrived_mask & active) == active) {
+    complete_collective(group);  // the last lane to arrive continues at once
+  } else {
+    yield();
+  }
+  *active_mask = group.result_mask[slot];
+  return group.slots[slot].data();
+}
+
+void* ThreadgroupRunner::threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name) {
+  for (const Allocation& a : allocations_)
+    if (a.site == site && a.size == size) return arena_.data() + a.offset;
+  if (arena_used_bytes_ + size > kThreadgroupMemoryLimit) {
+    abort_threadgroup(fmt::format("kernel {} uses more than {} bytes of threadgroup memory (`{}` needs {} more)",
+                                  context_.kernel, kThreadgroupMemoryLimit, name, size));
+    return sink_.data();
+  }
+  uint64_t offset = align_up(arena_next_, std::max<uint64_t>(align, 16));
+  allocations_.push_back(Allocation{offset, size, name, site});
+  arena_next_ = offset + size + kRedzoneBytes;
+  arena_used_bytes_ += size;
+  return arena_.data() + offset;
+}
+
+void ThreadgroupRunner::abort_threadgroup(std::string why) {
+  aborted_ = true;
+  if (!why.empty() && fatal_error_.empty()) fatal_error_ = std::move(why);
+  if (threads_[current_].state != State::finished) {
+    // Park the current fiber for good; its stack is reused next threadgroup.
+    threads_[current_].state = State::finished;
+    yield();
+  }
+}
+
+// ---- detectors ----
+
+const void* ThreadgroupRunner::access(const void* pointer, uint64_t size, uint32_t flags, const char* loc) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  const uint32_t space = flags & abi::kSpaceMask;
+  bool redirect = false;
+  const uintptr_t arena = reinterpret_cast<uintptr_t>(arena_.data());
+  bool in_arena = address >= arena && address < arena + arena_.size();
+  if (space == abi::kSpaceThreadgroup || (space == abi::kSpaceGeneric && in_arena)) {
+    check_threadgroup(address, size, flags, loc, redirect);
+  } else if (space == abi::kSpaceDevice || space == abi::kSpaceConstant || space == abi::kSpaceGeneric) {
+    check_device(address, size, flags, loc, space == abi::kSpaceGeneric, redirect);
+  }
+  if (redirect && size <= sink_.size()) return sink_.data();
+  return pointer;
+}
+
+void ThreadgroupRunner::check_device(uintptr_t address, uint64_t size, uint32_t flags, const char* loc, bool generic,
+                                     bool& redirect) {
+  for (size_t i = 0; i < context_.buffers.size(); ++i) {
+    const auto& b = context_.buffers[i];
+    if (address >= b.begin && address + size <= b.end) {
+      if (flags & abi::kRead) traffic_[i].bytes_read += size;
+      if (flags & abi::kWrite) traffic_[i].bytes_written += size;
+      return;
+    }
+  }
+  if ((flags & abi::kSpaceMask) != abi::kSpaceDevice) {
+    for (auto [begin, end] : context_.module->image_ranges())
+      if (address >= begin && address + size <= end) return;  // program-scope constant data
+  }
+  const LaunchContext::DeviceBuffer* nearest = nullptr;
+  for (const auto& b : context_.buffers)
+    if (address + size > b.guard_begin && address < b.guard_end) nearest = &b;
+  if (generic && !nearest) return;  // a generic pointer to private memory
+  if (!context_.detectors.out_of_bounds) return;
+  redirect = true;
+  std::string region;
+  if (nearest) {
+    uint64_t length = nearest->end - nearest->begin;
+    region = address >= nearest->begin
+                 ? fmt::format("buffer({}) offset {} ({} bytes accessed, buffer is {} bytes)", nearest->index,
+                               address - nearest->begin, size, length)
+                 : fmt::format("{} bytes before buffer({}) ({} bytes)", nearest->begin - address, nearest->index, length);
+  } else {
+    region = "not inside any bound buffer";
+  }
+  report(FindingKind::out_of_bounds, address, loc ? loc : "", region,
+         fmt::format("{} of {} bytes through a {} pointer", flags & abi::kWrite ? "write" : "read", size,
+                     (flags & abi::kSpaceMask) == abi::kSpaceConstant ? "constant" : "device"),
+         current_);
+}
+
+bool ThreadgroupRunner::conflicts(uint16_t other, uint32_t other_tg_epoch, uint32_t other_sg_epoch) const {
+  if (other == kNobody || other == current_ || other_tg_epoch != tg_epoch_) return false;
+  uint32_t my_simd = threads_[current_].simd;
+  uint32_t other_simd = threads_[other].simd;
+  return other_simd != my_simd || other_sg_epoch == simds_[my_simd].epoch;
+}
+
+std::string ThreadgroupRunner::describe_threadgroup(uintptr_t address) const {
+  uint64_t offset = address - reinterpret_cast<uintptr_t>(arena_.data());
+  for (const Allocation& a : allocations_)
+    if (offset >= a.offset && offset < a.offset + a.size)
+      return fmt::format("threadgroup `{}` offset {} of {} bytes", a.name, offset - a.offset, a.size);
+  return fmt::format("threadgroup memory offset {}", offset);
+}
+
+void ThreadgroupRunner::check_threadgroup(uintptr_t address, uint64_t size, uint32_t flags, const char* loc,
+                                          bool& redirect) {
+  const uintptr_t arena = reinterpret_cast<uintptr_t>(arena_.data());
+  const Allocation* inside = nullptr;
+  for (const Allocation& a : allocations_)
+    if (address >= arena + a.offset && address + size <= arena + a.offset + a.size) inside = &a;
+  if (!inside) {
+    if (!context_.detectors.out_of_bounds) return;
+    redirect = true;
+    const Allocation* nearest = nullptr;
+    for (const Allocation& a : allocations_)
+      if (!nearest || (address >= arena + a.offset)) nearest = &a;
+    std::string region =
+        nearest ? fmt::format("threadgroup `{}` offset {} ({} bytes accessed, allocation is {} bytes)", nearest->name,
+                              int64_t(address - arena) - int64_t(nearest->offset), size, nearest->size)
+                : "no threadgroup memory is allocated";
+    report(FindingKind::out_of_bounds, address, loc ? loc : "", region,
+           fmt::format("{} of {} bytes through a threadgroup pointer", flags & abi::kWrite ? "write" : "read", size),
+           current_);
+    return;
+  }
+  const bool races = context_.detectors.data_races && !(flags & abi::kAtomic);
+  const uint32_t sg_epoch = simds_[threads_[current_].simd].epoch;
+  const uint64_t first = address - arena;
+  for (uint64_t i = first; i < first + size; ++i) {
+    Shadow& s = shadow_[i];
+    if ((flags & abi::kRead) && !(flags & abi::kAtomic)) {
+      if (!s.initialized && context_.detectors.uninitialized_reads) {
+        report(FindingKind::uninitialized_read, arena + i, loc ? loc : "", describe_threadgroup(arena + i),
+               "read before any thread wrote it", current_);
+        break;
+      }
+      if (races && conflicts(s.writer, s.writer_tg_epoch, s.writer_sg_epoch)) {
+        report(FindingKind::data_race, arena + i, loc ? loc : "", describe_threadgroup(arena + i),
+               fmt::format("read conflicts with a write by thread {} in the same barrier interval", s.writer),
+               current_);
+        break;
+      }
+      if (s.reader != kNobody && s.reader != current_ && s.reader_tg_epoch == tg_epoch_) s.many_readers = true;
+      else if (s.reader_tg_epoch != tg_epoch_) s.many_readers = false;
+      s.reader = static_cast<uint16_t>(current_);
+      s.reader_tg_epoch = tg_epoch_;
+      s.reader_sg_epoch = sg_epoch;
+    }
+    if (flags & abi::kWrite) {
+      if (races && conflicts(s.writer, s.writer_tg_epoch, s.writer_sg_epoch)) {
+        report(FindingKind::data_race, arena + i, loc ? loc : "", describe_threadgroup(arena + i),
+               fmt::format("write conflicts with a write by thread {} in the same barrier interval", s.writer),
+               current_);
+        break;
+      }
+      bool other_readers = s.many_readers && s.reader_tg_epoch == tg_epoch_;
+      if (races && (other_readers || conflicts(s.reader, s.reader_tg_epoch, s.reader_sg_epoch)) &&
+          !(flags & abi::kRead)) {
+        report(FindingKind::data_race, arena + i, loc ? loc : "", describe_threadgroup(arena + i),
+               fmt::format("write conflicts with a read by thread {} in the same barrier interval", s.reader),
+               current_);
+        break;
+      }
+      s.writer = static_cast<uint16_t>(current_);
+      s.writer_tg_epoch = tg_epoch_;
+      s.writer_sg_epoch = sg_epoch;
+      s.initialized = true;
+    }
+  }
+}
+
+std::string ThreadgroupRunner::site_location(const void* site) const { return site ? symbolize(site) : ""; }
+
+void ThreadgroupRunner::report(FindingKind kind, uint64_t address, std::string location, std::string region,
+                               std::string detail, uint32_t thread) {
+  if (!findings_.first_time(kind, location)) return;
+  Finding f;
+  f.kind = kind;
+  f.kernel = context_.kernel;
+  f.threadgroup = position_;
+  const auto& pos = threads_[thread].args.thread_position_in_threadgroup;
+  f.thread = Dim3{pos[0], pos[1], pos[2]};
+  f.thread_index = thread;
+  f.address = address;
+  f.region = std::move(region);
+  f.location = std::move(location);
+  f.detail = std::move(detail);
+  findings_.report(std::move(f));
+}
+
+}  // namespace mfagen::cpu

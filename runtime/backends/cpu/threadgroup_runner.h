@@ -1,0 +1,137 @@
+// Runs the threads of one threadgroup at a time as cooperative fibers on the
+// calling OS thread: 32-lane simdgroups, barriers and simd collectives switch
+// fibers until every participant has arrived. Also owns the threadgroup
+// memory arena and the detectors that watch it (DESIGN.md section 7).
+#pragma once
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "finding_sink.h"
+#include "loaded_module.h"
+#include "mfagen/cpu/backend.h"
+#include "mfagen/cpu/kernel_abi.h"
+
+namespace mfagen::cpu {
+
+// Read-only description of one launch, shared by all workers.
+struct LaunchContext {
+  const LoadedModule* module = nullptr;
+  abi::EntryFn entry = nullptr;
+  std::string kernel;
+  Dim3 grid;  // threadgroups per grid
+  Dim3 group;  // threads per threadgroup
+  struct DeviceBuffer {
+    uintptr_t begin = 0, end = 0;
+    uintptr_t guard_begin = 0, guard_end = 0;  // allocation incl. redzones
+    uint32_t index = 0;
+  };
+  std::vector<DeviceBuffer> buffers;
+  std::array<uint64_t, abi::kMaxBufferIndex> buffer_addresses{};
+  std::vector<std::pair<uint32_t, uint64_t>> threadgroup_buffers;  // (index, bytes)
+  Detectors detectors;
+  bool instrumented = false;
+};
+
+class ThreadgroupRunner {
+ public:
+  static constexpr uint64_t kThreadgroupMemoryLimit = 32768;
+
+  ThreadgroupRunner(const LaunchContext& context, FindingSink& findings);
+  ~ThreadgroupRunner();
+  ThreadgroupRunner(const ThreadgroupRunner&) = delete;
+  ThreadgroupRunner& operator=(const ThreadgroupRunner&) = delete;
+
+  // Runs every thread of threadgroup `position`; false if the launch must stop
+  // (see fatal_error()).
+  bool run(Dim3 position);
+  const std::string& fatal_error() const { return fatal_error_; }
+  const std::vector<BufferTraffic>& traffic() const { return traffic_; }
+
+  // Hooks called from kernel code (through hooks.cpp) on this OS thread.
+  const void* access(const void* address, uint64_t size, uint32_t flags, const char* loc);
+  void threadgroup_barrier(const void* site);
+  void simdgroup_barrier(const void* site);
+  const void* simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask, const void* site);
+  void* threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
+  uint32_t current_lane() const { return threads_[current_].lane; }
+
+  static ThreadgroupRunner* current();
+
+ private:
+  enum class State : uint8_t { runnable, at_barrier, in_collective, finished };
+  struct KernelThread {
+    boost::context::detail::fcontext_t context = nullptr;
+    State state = State::runnable;
+    uint32_t simd = 0, lane = 0;
+    const void* wait_site = nullptr;
+    abi::LaunchArgs args{};
+  };
+  struct SimdGroup {
+    uint32_t lanes = 0;           // lanes that exist (the last group may be partial)
+    uint32_t arrived_mask = 0;    // lanes waiting in the open collective
+    uint32_t generation = 0;      // collectives completed so far
+    uint32_t epoch = 0;           // simdgroup barrier interval (race detector)
+    uint32_t bytes = 0;
+    const void* site = nullptr;
+    std::array<uint32_t, 2> result_mask{};
+    alignas(16) std::array<std::array<std::byte, abi::kMaxSimdExchangeBytes * abi::kSimdWidth>, 2> slots{};
+  };
+  struct Allocation {
+    uint64_t offset = 0, size = 0;
+    std::string name;
+    uint32_t site = 0;
+  };
+  // Per-byte shadow of threadgroup memory for the race and uninit detectors.
+  struct Shadow {
+    uint32_t writer_tg_epoch = 0, writer_sg_epoch = 0, reader_tg_epoch = 0, reader_sg_epoch = 0;
+    uint16_t writer = kNobody, reader = kNobody;
+    bool initialized = false, many_readers = false;
+  };
+  static constexpr uint16_t kNobody = 0xffff;
+
+  void prepare_threads(Dim3 position);
+  void schedule();
+  bool release_blocked();
+  void complete_collective(SimdGroup& group);
+  void resume(uint32_t index);
+  void yield();
+  static void fiber_main(boost::context::detail::transfer_t transfer);
+
+  void check_device(uintptr_t address, uint64_t size, uint32_t flags, const char* loc, bool generic, bool& redirect);
+  void check_threadgroup(uintptr_t address, uint64_t size, uint32_t flags, const char* loc, bool& redirect);
+  bool conflicts(uint16_t other, uint32_t other_tg_epoch, uint32_t other_sg_epoch) const;
+  void report(FindingKind kind, uint64_t address, std::string location, std::string region, std::string detail,
+              uint32_t thread);
+  std::string site_location(const void* site) const;
+  std::string describe_threadgroup(uintptr_t address) const;
+  void abort_threadgroup(std::string why);
+
+  const LaunchContext& context_;
+  FindingSink& findings_;
+  std::vector<KernelThread> threads_;
+  std::vector<SimdGroup> simds_;
+  uint32_t current_ = 0;
+  boost::context::detail::fcontext_t scheduler_ = nullptr;
+  bool aborted_ = false;
+  std::string fatal_error_;
+  Dim3 position_;
+
+  std::byte* stacks_ = nullptr;
+  size_t stacks_bytes_ = 0;
+
+  std::vector<std::byte> arena_;
+  std::vector<Shadow> shadow_;
+  std::vector<Allocation> allocations_;
+  uint64_t arena_next_ = 0, arena_used_bytes_ = 0;
+  uint32_t tg_epoch_ = 0;
+  std::vector<std::byte> sink_;
+
+  std::vector<BufferTraffic> traffic_;
+};
+
+}  // namespace mfagen::cpu

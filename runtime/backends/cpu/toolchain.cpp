@@ -1,0 +1,55 @@
+#include "toolchain.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace mfagen::cpu {
+namespace {
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+uint64_t fnv1a(std::string_view data, uint64_t seed) {
+  uint64_t h = seed;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string content_hash(std::string_view data) {
+  return fmt::format("{:016x}{:016x}", fnv1a(data, 0xcbf29ce484222325ULL), fnv1a(data, 0x84222325cbf29ce4ULL));
+}
+
+const Toolchain& toolchain() {
+  static const Toolchain instance = [] {
+    Toolchain t;
+    t.clang = env_or("MFAGEN_CLANG", MFAGEN_DEFAULT_CLANG);
+    t.standin_dir = env_or("MFAGEN_STANDIN_DIR", MFAGEN_DEFAULT_STANDIN_DIR);
+    t.plugin = env_or("MFAGEN_INSTRUMENT_PLUGIN", MFAGEN_DEFAULT_INSTRUMENT_PLUGIN);
+    std::ifstream in(t.plugin, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    t.plugin_identity = content_hash(bytes.str());
+    return t;
+  }();
+  return instance;
+}
+
+std::filesystem::path resolve_cache_dir(const std::filesystem::path& requested) {
+  if (!requested.empty()) return requested;
+  if (const char* dir = std::getenv("MFAGEN_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "mfagen";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "mfagen";
+  return std::filesystem::temp_directory_path() / "mfagen-cache";
+}
+
+}  // namespace mfagen::cpu

@@ -1,0 +1,25 @@
+// Where the cpu backend finds clang-16, the Metal stand-in headers and the
+// instrumentation plugin, and where it caches compiled kernels.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace mfagen::cpu {
+
+struct Toolchain {
+  std::string clang;                 // $MFAGEN_CLANG, else the clang-16 found at build time
+  std::filesystem::path standin_dir;  // $MFAGEN_STANDIN_DIR, else the source tree's
+  std::filesystem::path plugin;       // $MFAGEN_INSTRUMENT_PLUGIN, else the build tree's
+  std::string plugin_identity;        // content hash of the plugin (part of cache keys)
+};
+
+const Toolchain& toolchain();
+
+// options.cache_dir, else $MFAGEN_CACHE_DIR, else $XDG_CACHE_HOME/mfagen, else ~/.cache/mfagen.
+std::filesystem::path resolve_cache_dir(const std::filesystem::path& requested);
+
+// A stable 128-bit FNV-1a digest as 32 hex digits (cache keys, not security).
+std::string content_hash(std::string_view data);
+
+}  // namespace mfagen::cpu

@@ -1,0 +1,286 @@
+// Metal stand-in: scalar types. Integer typedefs, METAL_FUNC, and `bfloat`.
+//
+// half   = the OpenCL builtin `half` (IEEE binary16; arithmetic is rounded to
+//          half after every operation, like Metal's fp16 ALUs).
+// bfloat = struct holding the 16 raw bits. Conversions follow MSL 3.1:
+//   * bfloat -> float is implicit and exact;
+//   * float -> bfloat and half -> bfloat are explicit only (bfloat(x),
+//     static_cast<bfloat>(x)), rounding to nearest even, NaN stays NaN,
+//     overflow gives inf. `bfloat b = 1.0f;` is a compile error, as in Metal;
+//   * integer -> bfloat is implicit (correctly rounded, nearest even);
+//   * bfloat -> half / integer / bool is explicit only;
+//   * bfloat op bfloat -> bfloat (computed in float, rounded once);
+//     bfloat op float -> float; bfloat op integer -> bfloat (the integer is
+//     first converted to bfloat); bfloat op half -> compile error (MSL: the
+//     two types have unordered conversion ranks).
+#pragma once
+#include "abi.h"
+
+#define METAL_FUNC inline __attribute__((always_inline))
+#define METAL_INTERNAL
+#define METAL_ASM
+#ifndef __METAL_VERSION__
+#define __METAL_VERSION__ 310
+#endif
+#define __HAVE_BFLOAT__ 1
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+typedef char int8_t;  // Metal: int8_t is char (signed); `signed char` is reserved for bool vectors
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long int64_t;
+typedef unsigned long uint64_t;
+typedef unsigned long size_t;
+typedef long ptrdiff_t;
+typedef long intptr_t;
+typedef unsigned long uintptr_t;
+
+// ---- internal helpers -------------------------------------------------------
+template <bool __B>
+struct __mf_if_c {};
+template <>
+struct __mf_if_c<true> {
+  typedef int type;
+};
+// Use as `template <class T, __mf_if<cond> = 0>`.
+template <bool __B>
+using __mf_if = typename __mf_if_c<__B>::type;
+template <class T>
+struct __mf_type_identity {
+  typedef T type;
+};
+template <class T>
+using __mf_id = typename __mf_type_identity<T>::type;
+// Strips const, volatile and OpenCL address spaces (template deduction in C++
+// for OpenCL keeps the address space of the argument, e.g. `__private float`).
+template <class T>
+struct __mf_unqual_c {
+  typedef T type;
+};
+template <class T>
+struct __mf_unqual_c<const T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<volatile T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<__private T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<__global T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<__local T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<__constant T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<__generic T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+using __mf_unqual = typename __mf_unqual_c<T>::type;
+template <class T>
+inline constexpr bool __mf_false = false;
+template <bool __B, class T, class F>
+struct __mf_cond_c {
+  typedef T type;
+};
+template <class T, class F>
+struct __mf_cond_c<false, T, F> {
+  typedef F type;
+};
+template <bool __B, class T, class F>
+using __mf_cond = typename __mf_cond_c<__B, T, F>::type;
+template <class T>
+inline constexpr bool __mf_is_int = __is_integral(T) && !__is_same(T, bool);
+
+// ---- bfloat -----------------------------------------------------------------
+METAL_FUNC constexpr ushort __mf_f32_to_bf16(float f) {
+  uint u = __builtin_bit_cast(uint, f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<ushort>((u >> 16) | 0x0040u);  // NaN: keep sign, quiet
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even; overflow carries into inf
+  return static_cast<ushort>(u >> 16);
+}
+METAL_FUNC constexpr float __mf_bf16_to_f32(ushort b) { return __builtin_bit_cast(float, static_cast<uint>(b) << 16); }
+// Magnitude m (negated if neg) to bfloat bits with a single rounding.
+METAL_FUNC constexpr ushort __mf_u64_to_bf16(ulong m, bool neg) {
+  if (m < (1ul << 24)) {  // exact in float
+    float f = static_cast<float>(m);
+    return __mf_f32_to_bf16(neg ? -f : f);
+  }
+  int shift = (63 - __builtin_clzl(m)) - 7;  // keep 8 significant bits
+  ulong q = m >> shift;
+  ulong rem = m & ((1ul << shift) - 1ul);
+  ulong halfway = 1ul << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1ul))) ++q;
+  float f = static_cast<float>(q) * static_cast<float>(1ul << shift);  // exact
+  return __mf_f32_to_bf16(neg ? -f : f);
+}
+template <class I>
+METAL_FUNC constexpr ushort __mf_int_to_bf16(I i) {
+  if constexpr (__is_same(I, bool)) {
+    return i ? 0x3f80 : 0;
+  } else if constexpr (static_cast<I>(-1) < static_cast<I>(0)) {
+    bool neg = i < 0;
+    ulong m = neg ? 0ul - static_cast<ulong>(static_cast<long>(i)) : static_cast<ulong>(static_cast<long>(i));
+    return __mf_u64_to_bf16(m, neg);
+  } else {
+    return __mf_u64_to_bf16(static_cast<ulong>(i), false);
+  }
+}
+
+struct bfloat {
+  ushort __mf_bits;
+  struct __mf_bits_tag {};
+  bfloat() = default;
+  constexpr bfloat(ushort bits, __mf_bits_tag) : __mf_bits(bits) {}
+  constexpr explicit bfloat(float f) : __mf_bits(__mf_f32_to_bf16(f)) {}
+  constexpr explicit bfloat(half h) : __mf_bits(__mf_f32_to_bf16(static_cast<float>(h))) {}
+  // Unsuffixed floating literals (64-bit) go through float: bfloat(0.1).
+  template <class D, __mf_if<__is_floating_point(D) && !__is_same(D, float) && !__is_same(D, half)> = 0>
+  constexpr explicit bfloat(D d) : __mf_bits(__mf_f32_to_bf16(static_cast<float>(d))) {}
+  template <class I, __mf_if<__is_integral(I)> = 0>
+  constexpr bfloat(I i) : __mf_bits(__mf_int_to_bf16(i)) {}
+  // Implicit only to float (a template, so that it is not a path to half/int).
+  template <class T, __mf_if<__is_same(T, float)> = 0>
+  constexpr operator T() const {
+    return __mf_bf16_to_f32(__mf_bits);
+  }
+  constexpr explicit operator half() const { return static_cast<half>(__mf_bf16_to_f32(__mf_bits)); }
+  template <class I, __mf_if<__is_integral(I)> = 0>
+  constexpr explicit operator I() const {
+    return static_cast<I>(__mf_bf16_to_f32(__mf_bits));
+  }
+  static constexpr bfloat __mf_from_bits(ushort bits) { return bfloat(bits, __mf_bits_tag{}); }
+};
+static_assert(sizeof(bfloat) == 2 && alignof(bfloat) == 2, "bfloat must be 2 bytes");
+
+METAL_FUNC constexpr float __mf_bf(bfloat b) { return __mf_bf16_to_f32(b.__mf_bits); }
+
+#define __MF_BF_HALF_ERROR                                                                                   \
+  "MSL: bfloat and half cannot be mixed in one operation (unordered conversion ranks); convert one operand " \
+  "explicitly, e.g. float(h) or bfloat(h)"
+
+METAL_FUNC constexpr bfloat operator+(bfloat a) { return a; }
+METAL_FUNC constexpr bfloat operator-(bfloat a) {
+  return bfloat::__mf_from_bits(static_cast<ushort>(a.__mf_bits ^ 0x8000u));
+}
+
+#define __MF_BF_ARITH(OP, OPEQ)                                                                            \
+  METAL_FUNC constexpr bfloat operator OP(bfloat a, bfloat b) { return bfloat(__mf_bf(a) OP __mf_bf(b)); } \
+  METAL_FUNC constexpr float operator OP(bfloat a, float b) { return __mf_bf(a) OP b; }                    \
+  METAL_FUNC constexpr float operator OP(float a, bfloat b) { return a OP __mf_bf(b); }                    \
+  template <class I, __mf_if<__is_integral(I)> = 0>                                                        \
+  METAL_FUNC constexpr bfloat operator OP(bfloat a, I b) {                                                 \
+    return bfloat(__mf_bf(a) OP __mf_bf(bfloat(b)));                                                       \
+  }                                                                                                        \
+  template <class I, __mf_if<__is_integral(I)> = 0>                                                        \
+  METAL_FUNC constexpr bfloat operator OP(I a, bfloat b) {                                                 \
+    return bfloat(__mf_bf(bfloat(a)) OP __mf_bf(b));                                                       \
+  }                                                                                                        \
+  template <class H, __mf_if<__is_same(H, half)> = 0>                                                      \
+  METAL_FUNC bfloat operator OP(bfloat a, H) {                                                             \
+    static_assert(__mf_false<H>, __MF_BF_HALF_ERROR);                                                      \
+    return a;                                                                                              \
+  }                                                                                                        \
+  template <class H, __mf_if<__is_same(H, half)> = 0>                                                      \
+  METAL_FUNC bfloat operator OP(H, bfloat b) {                                                             \
+    static_assert(__mf_false<H>, __MF_BF_HALF_ERROR);                                                      \
+    return b;                                                                                              \
+  }                                                                                                        \
+  METAL_FUNC constexpr bfloat& operator OPEQ(bfloat& a, bfloat b) { return a = a OP b; }                   \
+  METAL_FUNC constexpr bfloat& operator OPEQ(bfloat& a, float b) { return a = bfloat(__mf_bf(a) OP b); }   \
+  template <class I, __mf_if<__is_integral(I)> = 0>                                                        \
+  METAL_FUNC constexpr bfloat& operator OPEQ(bfloat& a, I b) {                                             \
+    return a = a OP b;                                                                                     \
+  }                                                                                                        \
+  template <class H, __mf_if<__is_same(H, half)> = 0>                                                      \
+  METAL_FUNC bfloat& operator OPEQ(bfloat& a, H) {                                                         \
+    static_assert(__mf_false<H>, __MF_BF_HALF_ERROR);                                                      \
+    return a;                                                                                              \
+  }                                                                                                        \
+  METAL_FUNC constexpr float& operator OPEQ(float& a, bfloat b) { return a = a OP __mf_bf(b); }
+
+__MF_BF_ARITH(+, +=)
+__MF_BF_ARITH(-, -=)
+__MF_BF_ARITH(*, *=)
+__MF_BF_ARITH(/, /=)
+#undef __MF_BF_ARITH
+
+METAL_FUNC constexpr bfloat& operator++(bfloat& a) { return a = a + 1; }
+METAL_FUNC constexpr bfloat& operator--(bfloat& a) { return a = a - 1; }
+METAL_FUNC constexpr bfloat operator++(bfloat& a, int) {
+  bfloat r = a;
+  a = a + 1;
+  return r;
+}
+METAL_FUNC constexpr bfloat operator--(bfloat& a, int) {
+  bfloat r = a;
+  a = a - 1;
+  return r;
+}
+
+#define __MF_BF_CMP(OP)                                                                          \
+  METAL_FUNC constexpr bool operator OP(bfloat a, bfloat b) { return __mf_bf(a) OP __mf_bf(b); } \
+  METAL_FUNC constexpr bool operator OP(bfloat a, float b) { return __mf_bf(a) OP b; }           \
+  METAL_FUNC constexpr bool operator OP(float a, bfloat b) { return a OP __mf_bf(b); }           \
+  template <class I, __mf_if<__is_integral(I)> = 0>                                              \
+  METAL_FUNC constexpr bool operator OP(bfloat a, I b) {                                         \
+    return __mf_bf(a) OP __mf_bf(bfloat(b));                                                     \
+  }                                                                                              \
+  template <class I, __mf_if<__is_integral(I)> = 0>                                              \
+  METAL_FUNC constexpr bool operator OP(I a, bfloat b) {                                         \
+    return __mf_bf(bfloat(a)) OP __mf_bf(b);                                                     \
+  }                                                                                              \
+  template <class H, __mf_if<__is_same(H, half)> = 0>                                            \
+  METAL_FUNC bool operator OP(bfloat, H) {                                                       \
+    static_assert(__mf_false<H>, __MF_BF_HALF_ERROR);                                            \
+    return false;                                                                                \
+  }                                                                                              \
+  template <class H, __mf_if<__is_same(H, half)> = 0>                                            \
+  METAL_FUNC bool operator OP(H, bfloat) {                                                       \
+    static_assert(__mf_false<H>, __MF_BF_HALF_ERROR);                                            \
+    return false;                                                                                \
+  }
+
+__MF_BF_CMP(==)
+__MF_BF_CMP(!=)
+__MF_BF_CMP(<)
+__MF_BF_CMP(<=)
+__MF_BF_CMP(>)
+__MF_BF_CMP(>=)
+#undef __MF_BF_CMP
+
+METAL_FUNC constexpr bool operator!(bfloat a) { return !(__mf_bf(a) != 0.0f); }
+
+namespace metal {
+using ::bfloat;
+using ::int16_t;
+using ::int32_t;
+using ::int64_t;
+using ::int8_t;
+using ::ptrdiff_t;
+using ::size_t;
+using ::uchar;
+using ::uint;
+using ::uint16_t;
+using ::uint32_t;
+using ::uint64_t;
+using ::uint8_t;
+using ::ulong;
+using ::ushort;
+}  // namespace metal

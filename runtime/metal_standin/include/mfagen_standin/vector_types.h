@@ -1,0 +1,198 @@
+// Metal stand-in: vector types.
+//
+// * charN .. floatN, halfN (N = 2, 3, 4) are clang ext_vector_type typedefs:
+//   swizzles (.xy, .rgba, .s01 ...) and element-wise operators are native.
+//   Layout and size match Metal (3-component vectors occupy 4 slots).
+// * boolN: clang rejects ext vectors of bool, so boolN is an ext vector of
+//   `signed char` (a type otherwise unused by MSL code; int8_t is `char`).
+//   Element value 0 is false, any other value is true; conversions made by the
+//   stand-in (boolN(x), (boolN)x) store 1 for true. Note: comparisons of
+//   vectors yield clang's mask vectors (-1/0) of the same-size integer type
+//   (float4 < float4 -> int4), so `bool4 m = a < b;` does not compile (write
+//   bool4(a < b)); all(), any() and select() accept those masks.
+// * bfloatN (N = 2, 3, 4) are structs with members x, y, z, w, operator[] and
+//   element-wise arithmetic/comparisons; swizzles and .rgba are not available
+//   on them (compile error). Size/alignment: 4/4, 8/8, 8/8 (like Metal).
+// * metal::vec<T, N> maps to the types above (any N >= 1 for builtin element
+//   types, N = 2..4 for bfloat). It is an alias through a trait, so a function
+//   template parameter `vec<T, N>` does not deduce T and N.
+#pragma once
+#include "scalar_types.h"
+
+template <class __E, int __N>
+using __mf_ext_vec = __E __attribute__((ext_vector_type(__N)));
+
+#define __MF_DECLARE_VECS(ELEM, NAME)                       \
+  typedef ELEM NAME##2 __attribute__((ext_vector_type(2))); \
+  typedef ELEM NAME##3 __attribute__((ext_vector_type(3))); \
+  typedef ELEM NAME##4 __attribute__((ext_vector_type(4))); \
+  namespace metal {                                         \
+  using ::NAME##2;                                          \
+  using ::NAME##3;                                          \
+  using ::NAME##4;                                          \
+  }
+
+__MF_DECLARE_VECS(signed char, bool)
+__MF_DECLARE_VECS(char, char)
+__MF_DECLARE_VECS(unsigned char, uchar)
+__MF_DECLARE_VECS(short, short)
+__MF_DECLARE_VECS(unsigned short, ushort)
+__MF_DECLARE_VECS(int, int)
+__MF_DECLARE_VECS(unsigned int, uint)
+__MF_DECLARE_VECS(long, long)
+__MF_DECLARE_VECS(unsigned long, ulong)
+__MF_DECLARE_VECS(half, half)
+__MF_DECLARE_VECS(float, float)
+#undef __MF_DECLARE_VECS
+
+// ---- bfloat vectors ---------------------------------------------------------
+struct __attribute__((aligned(4))) bfloat2 {
+  bfloat x, y;
+  METAL_FUNC bfloat& operator[](int i) { return i == 0 ? x : y; }
+  METAL_FUNC const bfloat& operator[](int i) const { return i == 0 ? x : y; }
+};
+struct __attribute__((aligned(8))) bfloat3 {
+  bfloat x, y, z;
+  METAL_FUNC bfloat& operator[](int i) { return i == 0 ? x : i == 1 ? y : z; }
+  METAL_FUNC const bfloat& operator[](int i) const { return i == 0 ? x : i == 1 ? y : z; }
+};
+struct __attribute__((aligned(8))) bfloat4 {
+  bfloat x, y, z, w;
+  METAL_FUNC bfloat& operator[](int i) { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
+  METAL_FUNC const bfloat& operator[](int i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
+};
+static_assert(sizeof(::bfloat2) == 4 && sizeof(::bfloat3) == 8 && sizeof(::bfloat4) == 8, "bfloat vector sizes");
+namespace metal {
+using ::bfloat2;
+using ::bfloat3;
+using ::bfloat4;
+}  // namespace metal
+
+// ---- vector traits (internal) -----------------------------------------------
+// __mf_vt<T>: is_vec, n (1 for scalars), elem (storage element type), lelem
+// (logical element type: bool for boolN), is_bool_vec.
+template <class T>
+struct __mf_vt_impl {
+  static constexpr bool is_vec = false;
+  static constexpr bool is_bool_vec = false;
+  static constexpr int n = 1;
+  typedef T elem;
+  typedef T lelem;
+};
+template <class __E, int __N>
+struct __mf_vt_impl<__mf_ext_vec<__E, __N>> {
+  static constexpr bool is_vec = true;
+  static constexpr bool is_bool_vec = __is_same(__E, signed char);
+  static constexpr int n = __N;
+  typedef __E elem;
+  typedef __mf_cond<is_bool_vec, bool, __E> lelem;
+};
+#define __MF_BF_VT(N)                          \
+  template <>                                  \
+  struct __mf_vt_impl<bfloat##N> {             \
+    static constexpr bool is_vec = true;       \
+    static constexpr bool is_bool_vec = false; \
+    static constexpr int n = N;                \
+    typedef bfloat elem;                       \
+    typedef bfloat lelem;                      \
+  };
+__MF_BF_VT(2)
+__MF_BF_VT(3)
+__MF_BF_VT(4)
+#undef __MF_BF_VT
+
+template <class T>
+using __mf_vt = __mf_vt_impl<__mf_unqual<T>>;
+
+template <class T>
+inline constexpr bool __mf_is_bfvec = __is_same(__mf_unqual<T>, bfloat2) || __is_same(__mf_unqual<T>, bfloat3) ||
+                                      __is_same(__mf_unqual<T>, bfloat4);
+
+// ---- metal::vec<T, N> -------------------------------------------------------
+template <class T, int N>
+struct __mf_vec_sel {
+  static_assert(N >= 1, "metal::vec<T, N>: N must be positive");
+  typedef __mf_ext_vec<T, N> type;
+};
+template <int N>
+struct __mf_vec_sel<bool, N> {
+  typedef __mf_ext_vec<signed char, N> type;
+};
+template <int N>
+struct __mf_vec_sel<bfloat, N> {
+  static_assert(N >= 2 && N <= 4, "metal::vec<bfloat, N>: the stand-in supports N = 2, 3, 4 only");
+  typedef bfloat4 type;
+};
+template <>
+struct __mf_vec_sel<bfloat, 2> {
+  typedef bfloat2 type;
+};
+template <>
+struct __mf_vec_sel<bfloat, 3> {
+  typedef bfloat3 type;
+};
+
+namespace metal {
+template <class T, int N>
+using vec = typename ::__mf_vec_sel<T, N>::type;
+}  // namespace metal
+
+// ---- bfloat vector operators ------------------------------------------------
+template <class V, __mf_if<__mf_is_bfvec<V>> = 0>
+METAL_FUNC V operator-(V a) {
+  for (int i = 0; i < __mf_vt<V>::n; ++i) a[i] = -a[i];
+  return a;
+}
+template <class V, __mf_if<__mf_is_bfvec<V>> = 0>
+METAL_FUNC V operator+(V a) {
+  return a;
+}
+// Operand kinds accepted next to a bfloat vector: the same vector, bfloat, or
+// an integer scalar (converted to bfloat first). float/half operands do not
+// convert implicitly to bfloat in MSL, so they are rejected.
+template <class V, class S>
+inline constexpr bool __mf_bfvec_operand = __is_same(__mf_unqual<S>, __mf_unqual<V>) ||
+                                           __is_same(__mf_unqual<S>, bfloat) || __is_integral(__mf_unqual<S>);
+template <class V, class S>
+METAL_FUNC bfloat __mf_bfvec_at(const S& s, int i) {
+  if constexpr (__is_same(__mf_unqual<S>, __mf_unqual<V>))
+    return s[i];
+  else
+    return bfloat(s);
+}
+
+#define __MF_BFV_ARITH(OP, OPEQ)                                                                                       \
+  template <class A, class B, class V = __mf_cond<__mf_is_bfvec<A>, A, B>,                                             \
+            __mf_if<(__mf_is_bfvec<A> || __mf_is_bfvec<B>)&&__mf_bfvec_operand<V, A> && __mf_bfvec_operand<V, B>> = 0> \
+  METAL_FUNC __mf_unqual<V> operator OP(A a, B b) {                                                                    \
+    __mf_unqual<V> r = {};                                                                                             \
+    for (int i = 0; i < __mf_vt<V>::n; ++i) r[i] = __mf_bfvec_at<V>(a, i) OP __mf_bfvec_at<V>(b, i);                   \
+    return r;                                                                                                          \
+  }                                                                                                                    \
+  template <class V, class B, __mf_if<__mf_is_bfvec<V> && __mf_bfvec_operand<V, B>> = 0>                               \
+  METAL_FUNC V& operator OPEQ(V& a, B b) {                                                                             \
+    for (int i = 0; i < __mf_vt<V>::n; ++i) a[i] = a[i] OP __mf_bfvec_at<V>(b, i);                                     \
+    return a;                                                                                                          \
+  }
+__MF_BFV_ARITH(+, +=)
+__MF_BFV_ARITH(-, -=)
+__MF_BFV_ARITH(*, *=)
+__MF_BFV_ARITH(/, /=)
+#undef __MF_BFV_ARITH
+
+// Comparisons give boolN (1 = true).
+#define __MF_BFV_CMP(OP)                                                                                               \
+  template <class A, class B, class V = __mf_cond<__mf_is_bfvec<A>, A, B>,                                             \
+            __mf_if<(__mf_is_bfvec<A> || __mf_is_bfvec<B>)&&__mf_bfvec_operand<V, A> && __mf_bfvec_operand<V, B>> = 0> \
+  METAL_FUNC __mf_ext_vec<signed char, __mf_vt<V>::n> operator OP(A a, B b) {                                          \
+    __mf_ext_vec<signed char, __mf_vt<V>::n> r = {};                                                                   \
+    for (int i = 0; i < __mf_vt<V>::n; ++i) r[i] = (__mf_bfvec_at<V>(a, i) OP __mf_bfvec_at<V>(b, i)) ? 1 : 0;         \
+    return r;                                                                                                          \
+  }
+__MF_BFV_CMP(==)
+__MF_BFV_CMP(!=)
+__MF_BFV_CMP(<)
+__MF_BFV_CMP(<=)
+__MF_BFV_CMP(>)
+__MF_BFV_CMP(>=)
+#undef __MF_BFV_CMP

@@ -1,0 +1,55 @@
+// MSL that Metal rejects must fail to compile with a CompileError whose
+// message names the .metal file and the offending line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kernels/harness.h"
+
+namespace mfagen::cputest {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The CompileError message for kernels/compile_errors/NAME, or "" if it compiled.
+std::string compile_error(const std::string& name) {
+  try {
+    compile_kernel("compile_errors/" + name);
+  } catch (const cpu::CompileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string place(const std::string& name) {
+  return name + ":" + std::to_string(line_of(kernel_file("compile_errors/" + name), "MARK: error")) + ":";
+}
+
+TEST(CompileErrors, ThreadgroupPointerWhereDevicePointerIsExpected) {
+  std::string message = compile_error("threadgroup_as_device.metal");
+  ASSERT_NE(message, "") << "compiled, but Metal rejects it";
+  EXPECT_THAT(message, HasSubstr(place("threadgroup_as_device.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("error")) << message;
+}
+
+TEST(CompileErrors, ConstantPointerAssignedToDevicePointer) {
+  std::string message = compile_error("constant_to_device.metal");
+  ASSERT_NE(message, "") << "compiled, but Metal rejects it";
+  EXPECT_THAT(message, HasSubstr(place("constant_to_device.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("error")) << message;
+}
+
+TEST(CompileErrors, SyntaxErrorNamesTheLine) {
+  std::string message = compile_error("syntax_error.metal");
+  ASSERT_NE(message, "");
+  EXPECT_THAT(message, HasSubstr(place("syntax_error.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("expected ';'")) << message;
+}
+
+TEST(CompileErrors, MessageDoesNotMentionTemporaryFiles) {
+  std::string message = compile_error("syntax_error.metal");
+  EXPECT_THAT(message, ::testing::Not(HasSubstr(".cl:"))) << message;
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("src."))) << message;
+}
+
+}  // namespace
+}  // namespace mfagen::cputest
