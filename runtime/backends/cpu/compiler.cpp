@@ -61,16 +61,23 @@ std::string preprocess(const fs::path& file, const CompileOptions& options, cons
   return text;
 }
 
+// Everything of the build command but its file names (also part of the cache key).
+std::vector<std::string> build_flags(bool instrument) {
+  const Toolchain& tc = toolchain();
+  std::vector<std::string> flags = kLanguageFlags;
+  flags.insert(flags.end(), {"-Xclang", "-ffake-address-space-map", "-O2", "-gline-tables-only", "-fPIC", "-shared", "-w"});
+  if (instrument) flags.push_back("-fpass-plugin=" + tc.plugin.string());
+  return flags;
+}
+
 void build_shared_object(const std::string& lowered, const fs::path& object, bool instrument, const fs::path& dir) {
   const Toolchain& tc = toolchain();
   fs::path source = unique_temp(dir, object.stem().string(), ".cl");
   fs::path temp_object = unique_temp(dir, object.stem().string(), ".so");
   std::ofstream(source, std::ios::binary) << lowered;
   std::vector<std::string> argv = {tc.clang};
-  argv.insert(argv.end(), kLanguageFlags.begin(), kLanguageFlags.end());
-  argv.insert(argv.end(), {"-Xclang", "-ffake-address-space-map", "-O2", "-gline-tables-only", "-fPIC", "-shared",
-                           "-w", "-o", temp_object.string(), source.string()});
-  if (instrument) argv.push_back("-fpass-plugin=" + tc.plugin.string());
+  for (std::string& flag : build_flags(instrument)) argv.push_back(std::move(flag));
+  argv.insert(argv.end(), {"-o", temp_object.string(), source.string()});
   ProcessResult result = run_process(argv);
   fs::remove(source);
   if (result.exit_code != 0) {
@@ -119,7 +126,9 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
 
   LoweredSource lowered = lower_msl(preprocessed, options.constants);
   const Toolchain& tc = toolchain();
-  std::string key = content_hash(fmt::format("abi{}|{}|{}|{}|{}", abi::kAbiVersion, tc.clang, options.instrument,
+  std::string flags;
+  for (const std::string& flag : build_flags(options.instrument)) flags += flag + ' ';
+  std::string key = content_hash(fmt::format("abi{}|{}|{}|{}|{}", abi::kAbiVersion, tc.clang, flags,
                                              options.instrument ? tc.plugin_identity : "", lowered.text));
   fs::path object = cache / (key + ".so");
   bool hit = fs::exists(object);

@@ -13,8 +13,8 @@ __attribute__((visibility("default"))) const void* __mf_access(const void* addre
   return runner ? runner->access(address, size, flags, loc) : address;
 }
 
-__attribute__((visibility("default"), noinline)) void __mf_threadgroup_barrier(uint32_t) {
-  ThreadgroupRunner::current()->threadgroup_barrier(__builtin_return_address(0));
+__attribute__((visibility("default"), noinline)) void __mf_threadgroup_barrier(uint32_t mem_flags) {
+  ThreadgroupRunner::current()->threadgroup_barrier(mem_flags, __builtin_return_address(0));
 }
 
 __attribute__((visibility("default"), noinline)) void __mf_simdgroup_barrier(uint32_t) {

@@ -19,7 +19,8 @@ namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kGuardBytes = 4096;
-constexpr uint64_t kRedzoneBytes = 16;   // gap between threadgroup allocations
+constexpr uint64_t kRedzoneBytes = 256;  // gap between threadgroup allocations (catches overshoots)
+constexpr uint32_t kMemThreadgroup = 2;  // mem_flags::mem_threadgroup
 constexpr size_t kSinkBytes = 64 * 1024;  // where out-of-bounds accesses are redirected
 constexpr std::byte kUninitializedPattern{0xa5};
 
@@ -79,7 +80,7 @@ ThreadgroupRunner::ThreadgroupRunner(const LaunchContext& context, FindingSink& 
   if (memory == MAP_FAILED) throw LaunchError("cannot allocate fiber stacks");
   stacks_ = static_cast<std::byte*>(memory);
   for (uint32_t i = 0; i < count; ++i) mprotect(stacks_ + size_t(i) * kStackBytes, kGuardBytes, PROT_NONE);
-  arena_.assign(2 * kThreadgroupMemoryLimit + 64 * kRedzoneBytes, kUninitializedPattern);
+  arena_.assign(2 * kThreadgroupMemoryLimit + 64 * kRedzoneBytes, kUninitializedPattern);  // room for gaps
   shadow_.resize(arena_.size());
   sink_.resize(kSinkBytes);
   for (const auto& b : context.buffers) traffic_.push_back(BufferTraffic{b.index, 0, 0});
@@ -124,6 +125,8 @@ void ThreadgroupRunner::prepare_threads(Dim3 position) {
     group.arrived_mask = 0;
     group.generation = 0;
     group.epoch = 0;
+    group.partitions[0].clear();
+    group.partitions[1].clear();
   }
   // Threadgroup memory starts as garbage, as on a GPU; dynamic buffers first.
   std::fill(arena_.begin(), arena_.begin() + static_cast<std::ptrdiff_t>(std::max<uint64_t>(arena_next_, 1)),
@@ -138,7 +141,7 @@ void ThreadgroupRunner::prepare_threads(Dim3 position) {
     allocations_.push_back(Allocation{arena_next_, bytes, fmt::format("threadgroup({})", index), ~0u});
     for (KernelThread& t : threads_)
       t.args.threadgroup_buffers[index] = reinterpret_cast<uint64_t>(arena_.data() + arena_next_);
-    arena_next_ += bytes + kRedzoneBytes;
+    arena_next_ += bytes + std::max(kRedzoneBytes, std::min<uint64_t>(bytes, 4096));
     arena_used_bytes_ += bytes;
   }
 }
@@ -191,55 +194,38 @@ void ThreadgroupRunner::schedule() {
 }
 
 void ThreadgroupRunner::complete_collective(SimdGroup& group) {
-  uint32_t slot = group.generation & 1;
-  group.result_mask[slot] = group.arrived_mask;
+  uint32_t parity = group.generation & 1;
   uint32_t base = static_cast<uint32_t>(&group - simds_.data()) * abi::kSimdWidth;
+  for (const Partition& part : group.partitions[parity])
+    for (uint32_t lane = 0; lane < group.lanes; ++lane)
+      if (part.mask & (1u << lane)) group.lane_mask[lane] = part.mask;
   for (uint32_t lane = 0; lane < group.lanes; ++lane)
     if (group.arrived_mask & (1u << lane)) threads_[base + lane].state = State::runnable;
   group.arrived_mask = 0;
   group.generation++;
+  group.partitions[group.generation & 1].clear();
   group.epoch++;
 }
 
 // Nothing is runnable: complete what can complete, report what cannot.
 bool ThreadgroupRunner::release_blocked() {
-  // A collective whose missing lanes have all returned completes with the
-  // lanes that are still active, as on the GPU.
+  // Nothing can run, so every lane that is not in a collective now is
+  // inactive for it (returned, or in another branch waiting at a barrier):
+  // the collective completes with the lanes that arrived, as on the GPU.
   bool released = false;
-  for (size_t s = 0; s < simds_.size(); ++s) {
-    SimdGroup& group = simds_[s];
+  for (SimdGroup& group : simds_) {
     if (!group.arrived_mask) continue;
-    bool others_finished = true;
-    for (uint32_t lane = 0; lane < group.lanes; ++lane) {
-      if (group.arrived_mask & (1u << lane)) continue;
-      others_finished &= threads_[s * abi::kSimdWidth + lane].state == State::finished;
-    }
-    if (others_finished) {
-      complete_collective(group);
-      released = true;
-    }
+    complete_collective(group);
+    released = true;
   }
   if (released) return true;
 
-  std::vector<uint32_t> waiting, finished, collective;
+  std::vector<uint32_t> waiting, finished;
   for (uint32_t i = 0; i < threads_.size(); ++i) {
     if (threads_[i].state == State::at_barrier) waiting.push_back(i);
     if (threads_[i].state == State::finished) finished.push_back(i);
-    if (threads_[i].state == State::in_collective) collective.push_back(i);
   }
-  if (!collective.empty()) {
-    const KernelThread& lane = threads_[collective.front()];
-    if (waiting.empty()) waiting.push_back(collective.front());
-    const KernelThread& other = threads_[waiting.front()];
-    if (context_.detectors.barrier_divergence)
-      report(FindingKind::barrier_divergence, 0, site_location(lane.wait_site), "",
-             fmt::format("simdgroup {} waits in a simd collective while thread {} waits at threadgroup_barrier ({}); "
-                         "the threadgroup cannot continue",
-                         lane.simd, waiting.front(), site_location(other.wait_site)),
-             collective.front());
-    aborted_ = true;  // called from the scheduler: nothing to park
-    return false;
-  }
+  if (waiting.empty()) return false;
   const void* site = threads_[waiting.front()].wait_site;
   if (context_.detectors.barrier_divergence) {
     if (!finished.empty())
@@ -256,15 +242,23 @@ bool ThreadgroupRunner::release_blocked() {
       break;
     }
   }
-  for (uint32_t i : waiting) threads_[i].state = State::runnable;
-  ++tg_epoch_;
+  // Only a barrier that fences threadgroup memory orders it (race detector).
+  // With divergent barriers (already reported) one fencing side is enough,
+  // so the report is not buried under the races that follow from it.
+  bool fences_threadgroup = false;
+  for (uint32_t i : waiting) {
+    threads_[i].state = State::runnable;
+    fences_threadgroup |= (threads_[i].barrier_flags & kMemThreadgroup) != 0;
+  }
+  if (fences_threadgroup) ++tg_epoch_;
   return true;
 }
 
-void ThreadgroupRunner::threadgroup_barrier(const void* site) {
+void ThreadgroupRunner::threadgroup_barrier(uint32_t mem_flags, const void* site) {
   KernelThread& t = threads_[current_];
   t.state = State::at_barrier;
   t.wait_site = site;
+  t.barrier_flags = mem_flags;
   yield();
 }
 
@@ -282,17 +276,17 @@ const void* ThreadgroupRunner::simd_exchange(const void* value, uint32_t bytes, 
                                   abi::kMaxSimdExchangeBytes));
     return sink_.data();
   }
-  if (group.arrived_mask == 0) {
-    group.bytes = bytes;
-    group.site = site;
-  } else if ((group.bytes != bytes || group.site != site) && context_.detectors.barrier_divergence) {
-    report(FindingKind::barrier_divergence, 0, site_location(site), "",
-           fmt::format("lane {} of simdgroup {} reaches a different simd collective than its other lanes ({})", t.lane,
-                       t.simd, site_location(group.site)),
-           current_);
-  }
-  uint32_t slot = group.generation & 1;
-  if (bytes) std::memcpy(group.slots[slot].data() + size_t(t.lane) * bytes, value, bytes);
+  const uint32_t parity = group.generation & 1;
+  std::vector<Partition>& parts = group.partitions[parity];
+  size_t index = 0;
+  while (index < parts.size() && !(parts[index].site == site && parts[index].bytes == bytes)) ++index;
+  if (index == parts.size()) parts.push_back(Partition{site, bytes, 0});
+  auto& areas = group.slots[parity];
+  if (areas.size() <= index) areas.resize(index + 1);
+  if (areas[index].empty()) areas[index].resize(size_t(abi::kMaxSimdExchangeBytes) * abi::kSimdWidth);
+  std::byte* area = areas[index].data();
+  if (bytes) std::memcpy(area + size_t(t.lane) * bytes, value, bytes);
+  parts[index].mask |= 1u << t.lane;
   group.arrived_mask |= 1u << t.lane;
   t.state = State::in_collective;
   t.wait_site = site;
@@ -306,8 +300,8 @@ const void* ThreadgroupRunner::simd_exchange(const void* value, uint32_t bytes, 
   } else {
     yield();
   }
-  *active_mask = group.result_mask[slot];
-  return group.slots[slot].data();
+  *active_mask = group.lane_mask[t.lane];
+  return area;
 }
 
 void* ThreadgroupRunner::threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name) {
@@ -320,7 +314,7 @@ void* ThreadgroupRunner::threadgroup_alloc(uint32_t site, uint64_t size, uint64_
   }
   uint64_t offset = align_up(arena_next_, std::max<uint64_t>(align, 16));
   allocations_.push_back(Allocation{offset, size, name, site});
-  arena_next_ = offset + size + kRedzoneBytes;
+  arena_next_ = offset + size + std::max(kRedzoneBytes, std::min<uint64_t>(size, 4096));
   arena_used_bytes_ += size;
   return arena_.data() + offset;
 }

@@ -54,7 +54,7 @@ class ThreadgroupRunner {
 
   // Hooks called from kernel code (through hooks.cpp) on this OS thread.
   const void* access(const void* address, uint64_t size, uint32_t flags, const char* loc);
-  void threadgroup_barrier(const void* site);
+  void threadgroup_barrier(uint32_t mem_flags, const void* site);
   void simdgroup_barrier(const void* site);
   const void* simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask, const void* site);
   void* threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
@@ -69,17 +69,24 @@ class ThreadgroupRunner {
     State state = State::runnable;
     uint32_t simd = 0, lane = 0;
     const void* wait_site = nullptr;
+    uint32_t barrier_flags = 0;
     abi::LaunchArgs args{};
+  };
+  // Lanes that reach the same collective call site form one partition; lanes
+  // in divergent branches reach different sites, as on the GPU.
+  struct Partition {
+    const void* site = nullptr;
+    uint32_t bytes = 0;
+    uint32_t mask = 0;
   };
   struct SimdGroup {
     uint32_t lanes = 0;           // lanes that exist (the last group may be partial)
-    uint32_t arrived_mask = 0;    // lanes waiting in the open collective
-    uint32_t generation = 0;      // collectives completed so far
+    uint32_t arrived_mask = 0;    // lanes waiting in an open collective
+    uint32_t generation = 0;      // collective rounds completed so far
     uint32_t epoch = 0;           // simdgroup barrier interval (race detector)
-    uint32_t bytes = 0;
-    const void* site = nullptr;
-    std::array<uint32_t, 2> result_mask{};
-    alignas(16) std::array<std::array<std::byte, abi::kMaxSimdExchangeBytes * abi::kSimdWidth>, 2> slots{};
+    std::array<std::vector<Partition>, 2> partitions;   // per round parity
+    std::array<std::vector<std::vector<std::byte>>, 2> slots;  // per partition: 32 lanes x bytes
+    std::array<uint32_t, abi::kSimdWidth> lane_mask{};  // result: active mask seen by each lane
   };
   struct Allocation {
     uint64_t offset = 0, size = 0;
