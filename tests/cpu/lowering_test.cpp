@@ -100,6 +100,15 @@ TEST(Lowering, VectorConstructorsAndCastsConvertValues) {
   EXPECT_THAT(out.text, Not(HasSubstr("void f(::metal")));
 }
 
+TEST(Lowering, TemplateSpelledVectorsConvertValuesToo) {
+  auto out = lower("void f(int4 i) { vec<float, 4> a = vec<float, 4>(i); auto b = (vec<int, 4>)a;\n"
+                   "  auto c = metal::vec<half, 2>(1.0h); }\n");
+  EXPECT_THAT(out.text, HasSubstr("a = ::metal::__mf_vec_ctor<::metal::vec<float, 4>>(i)"));
+  EXPECT_THAT(out.text, HasSubstr("b = ::metal::__mf_vec_cast<::metal::vec<int, 4>>{} ->*a"));
+  EXPECT_THAT(out.text, HasSubstr("c = metal::__mf_vec_ctor<::metal::vec<half, 2>>(1.0h)"));
+  EXPECT_THAT(out.text, HasSubstr("void f(int4 i) { vec<float, 4> a"));
+}
+
 TEST(Lowering, OpenClKeywordsStayOrdinaryIdentifiers) {
   auto out = lower("void f() { int local = 1; int global = local; }\n");
   EXPECT_THAT(out.text, HasSubstr("int __mf_id_local = 1; int __mf_id_global = __mf_id_local;"));

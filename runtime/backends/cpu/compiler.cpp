@@ -42,6 +42,14 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
     text.replace(at, from.size(), to);
 }
 
+// clang speaks OpenCL; users wrote Metal. Name address spaces their way.
+std::string metal_spelling(std::string message) {
+  for (auto [from, to] : {std::pair{"__global ", "device "}, {"__local ", "threadgroup "}, {"__constant ", "constant "},
+                          {"__private ", "thread "}, {"__generic ", ""}})
+    replace_all(message, from, to);
+  return message;
+}
+
 std::string preprocess(const fs::path& file, const CompileOptions& options, const fs::path& scratch_dir) {
   const Toolchain& tc = toolchain();
   fs::path output = unique_temp(scratch_dir, "pre", ".ii");
@@ -82,7 +90,7 @@ void build_shared_object(const std::string& lowered, const fs::path& object, boo
   fs::remove(source);
   if (result.exit_code != 0) {
     fs::remove(temp_object);
-    throw CompileError(result.output);
+    throw CompileError(metal_spelling(result.output));
   }
   fs::rename(temp_object, object);  // atomic: concurrent compiles of one key are harmless
 }

@@ -408,6 +408,7 @@ class Lowering {
   void lower_vector_syntax() {
     for (size_t k = 0; k + 1 < count(); ++k) {
       if (in_attribute_[k]) continue;
+      if (lower_vec_template(k)) continue;
       if (is(k, "(") && is_vector_type_name(text(k + 1)) && is(k + 2, ")")) {
         if (lower_vector_cast(k)) {
           k += 2;
@@ -423,12 +424,35 @@ class Lowering {
     }
   }
 
-  bool lower_vector_cast(size_t k) {
+  // metal::vec<T, N>(...) and (vec<T, N>)x, the template spelling of vectors.
+  bool lower_vec_template(size_t k) {
+    size_t type = is(k, "(") ? k + 1 : k;
+    if (!is(type, "vec") || !is(type + 1, "<") || (type >= 1 && (is(type - 1, ".") || is(type - 1, "->"))))
+      return false;
+    size_t close = matching(type + 1);
+    bool qualified = type >= 2 && is(type - 1, "::") && is(type - 2, "metal");
+    if (type == k + 1) {  // a C-style cast
+      if (!is(close + 1, ")") || !is_cast_context(k, close + 2)) return false;
+      replace(k, "");
+      replace(type, "::metal::__mf_vec_cast<::metal::vec");
+      replace(close, ">>{} ->*");
+      replace(close + 1, "");
+      return true;
+    }
+    if (!is(close + 1, "(") || (type >= 1 && is(type - 1, "operator"))) return false;
+    replace(type, qualified ? "__mf_vec_ctor<::metal::vec" : "::metal::__mf_vec_ctor<::metal::vec");
+    replace(close, ">>");
+    return true;
+  }
+
+  // Whether `( TYPE )` at k (operand starting at `next`) is a cast expression
+  // rather than sizeof(TYPE), a parameter list or a call.
+  bool is_cast_context(size_t k, size_t next) {
     if (k == 0) return false;
     std::string_view prev = text(k - 1);
-    std::string_view next = text(k + 3);
-    if (next == ";" || next == ")" || next == "," || next == "]" || next == "{" || next.empty()) return false;
-    if (is_identifier(k - 1) && !kExpressionKeywords.contains(prev)) return false;  // sizeof(float4), f(float4)
+    std::string_view after = text(next);
+    if (after == ";" || after == ")" || after == "," || after == "]" || after == "{" || after.empty()) return false;
+    if (is_identifier(k - 1) && !kExpressionKeywords.contains(prev)) return false;
     if (prev == ")" || prev == "]") return false;
     static const std::set<std::string_view> unary = {"-", "+", "!", "~", "*", "&"};
     if (unary.contains(prev)) {
@@ -436,9 +460,13 @@ class Lowering {
                                        is(k - 2, ")") || is(k - 2, "]") ||
                                        (is_identifier(k - 2) && !kExpressionKeywords.contains(text(k - 2))));
       if (!operand_before)
-        fail(k, fmt::format("write '{}({}(...))' instead of a unary operator before a C-style vector cast", prev,
-                            text(k + 1)));
+        fail(k, fmt::format("write '{}T(...)' instead of a unary operator before a C-style vector cast", prev));
     }
+    return true;
+  }
+
+  bool lower_vector_cast(size_t k) {
+    if (!is_cast_context(k, k + 3)) return false;
     replace(k, "");
     replace(k + 1, fmt::format("::metal::__mf_vec_cast<{}>{{}} ->*", text(k + 1)));
     replace(k + 2, "");

@@ -159,13 +159,19 @@ class Instrumenter {
     return true;
   }
 
-  // "file:line:col" of I, or "" without a debug location. After inlining an
-  // access keeps the line inside the inlined callee that touches memory (for
-  // a helper from the stand-in headers: the header's line, not the kernel's
-  // call site); the call chain is in the DILocation's inlinedAt, unused here.
+  // True for the Metal stand-in's own headers: a finding inside one of its
+  // helpers (simdgroup_load, ...) belongs to the user's call site.
+  static bool isStandinFile(StringRef File) {
+    return File.contains("mfagen_standin/") || File.ends_with("/metal_stdlib") || File.contains("metal_standin/");
+  }
+
+  // "file:line:col" of I, or "" without a debug location. After inlining, the
+  // innermost frame that is not a stand-in helper (walking inlinedAt).
   Constant* location(const Instruction& I) {
     std::string Text;
-    if (const DILocation* Loc = I.getDebugLoc().get())
+    const DILocation* Loc = I.getDebugLoc().get();
+    while (Loc && isStandinFile(Loc->getFilename()) && Loc->getInlinedAt()) Loc = Loc->getInlinedAt();
+    if (Loc)
       Text = (Loc->getFilename() + ":" + Twine(Loc->getLine()) + ":" + Twine(Loc->getColumn())).str();
     // One string per distinct location per module: a kernel has thousands of
     // accesses but far fewer distinct source positions.
