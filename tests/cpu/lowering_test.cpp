@@ -109,6 +109,20 @@ TEST(Lowering, TemplateSpelledVectorsConvertValuesToo) {
   EXPECT_THAT(out.text, HasSubstr("void f(int4 i) { vec<float, 4> a"));
 }
 
+TEST(Lowering, TemplatedKernelsRunThroughTheirHostNamedInstantiations) {
+  auto out = lower("template <typename T, int N>\n[[kernel]] void scale(device T* a [[buffer(0)]],\n"
+                   "  constant T& s [[buffer(1)]], uint i [[thread_position_in_grid]]) { a[i] *= s * N; }\n"
+                   "template [[host_name(\"scale_f32\")]] [[kernel]] decltype(scale<float, 2>) scale<float, 2>;\n"
+                   "template [[host_name(\"scale_f16\")]] [[kernel]] decltype(scale<half, 3>) scale<half, 3>;\n");
+  ASSERT_EQ(out.kernels.size(), 2u);
+  EXPECT_EQ(out.kernels[0].name, "scale_f32");
+  EXPECT_EQ(out.kernels[1].params[0].type, "device half*");
+  EXPECT_THAT(out.text, HasSubstr("void __mf_kernel_scale_f32(const __mf_launch_args* __mf_a) {\n  scale<float,2>("
+                                  "(__global float*)(__mf_a->buffers[0])"));
+  EXPECT_THAT(out.text, HasSubstr("*(__constant half*)(__mf_a->buffers[1])"));
+  EXPECT_THAT(out.text, Not(HasSubstr("decltype")));
+}
+
 TEST(Lowering, OpenClKeywordsStayOrdinaryIdentifiers) {
   auto out = lower("void f() { int local = 1; int global = local; }\n");
   EXPECT_THAT(out.text, HasSubstr("int __mf_id_local = 1; int __mf_id_global = __mf_id_local;"));
@@ -142,8 +156,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadSource{"unknown_attribute", "kernel void k(uint a [[vertex_id]]) {}", "'vertex_id' is not supported"},
         BadSource{"tg_initializer", "kernel void k(device float* a [[buffer(0)]]) { threadgroup float t = 0; }",
                   "threadgroup variables cannot have initializers"},
-        BadSource{"templated", "template <typename T> kernel void k(device T* a [[buffer(0)]]) {}",
-                  "templated kernels are not supported"},
+        BadSource{"instance_without_host_name",
+                  "template <typename T> [[kernel]] void k(device T* a [[buffer(0)]]) {}\n"
+                  "template [[kernel]] decltype(k<float>) k<float>;",
+                  "need [[host_name(\"name\")]]"},
         BadSource{"unary_cast", "void f(int4 i) { float4 a = -(float4)i; }", "instead of a unary operator"}),
     [](const auto& info) { return std::string(info.param.name); });
 

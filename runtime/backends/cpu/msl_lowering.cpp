@@ -133,6 +133,7 @@ class Lowering {
       std::string_view t = text(k);
       auto space = kAddressSpaces.find(t);
       if (lowered && space != kAddressSpaces.end() && !in_attribute_[k]) t = space->second;
+      if (auto sub = substitutions_.find(std::string(t)); sub != substitutions_.end()) t = sub->second;
       if (!out.empty() && !t.empty() && word(out.back()) && word(t.front())) out += ' ';
       out += t;
     }
@@ -221,24 +222,101 @@ class Lowering {
       bool attribute = is(k, "[") && is(k + 1, "[") && is(k + 2, "kernel") && is(k + 3, "]");
       if (!keyword && !attribute) continue;
       size_t start = keyword ? k + 1 : k + 5;
-      if (k > 0 && is(k - 1, ">")) fail(k, "templated kernels are not supported by the cpu backend yet");
+      std::vector<std::string> scope;
+      for (auto& ns : namespaces) scope.push_back(ns.second);
+      if (k > 0 && (is(k - 1, "]") || is(k - 1, "template")) && instantiation_start(k) != npos) {
+        lower_instantiation(instantiation_start(k), k, start);
+        continue;
+      }
       if (!is(start, "void")) fail(k, "a kernel must return void");
       if (!is_identifier(start + 1) || !is(start + 2, "("))
         fail(k, "expected 'kernel void NAME(...)'");
       size_t close = matching(start + 2);
       if (!is(close + 1, "{")) continue;  // a declaration; the definition comes later
       for (size_t j = k; j < start; ++j) replace(j, "");
-      std::vector<std::string> scope;
-      for (auto& ns : namespaces) scope.push_back(ns.second);
-      kernels_.push_back(build_kernel(start + 1, close, scope));
+      if (k > 0 && is(k - 1, ">")) {
+        // template <...> kernel void NAME(...): entry points come from its
+        // explicit instantiations `template [[host_name("x")]] [[kernel]] ...`.
+        templates_[std::string(text(start + 1))] = TemplateKernel{start + 1, close, scope, template_parameters(k - 1)};
+      } else {
+        kernels_.push_back(build_kernel(start + 1, close, scope, std::string(text(start + 1)), ""));
+      }
       kernel_bodies_.emplace_back(close + 1, matching(close + 1));
       k = close;
     }
   }
 
-  Kernel build_kernel(size_t name_token, size_t close, const std::vector<std::string>& scope) {
+  static constexpr size_t npos = ~size_t(0);
+
+  // `template [[host_name("x")]] [[kernel]]`: index of `template`, or npos.
+  size_t instantiation_start(size_t kernel_attribute) const {
+    size_t k = kernel_attribute;
+    while (k >= 2 && is(k - 1, "]") && in_attribute_[k - 1]) {
+      size_t open = k - 1;
+      while (open > 0 && !(is(open, "[") && is(open + 1, "[") && (open == 0 || !in_attribute_[open - 1]))) --open;
+      k = open;
+    }
+    return k > 0 && is(k - 1, "template") ? k - 1 : npos;
+  }
+
+  // Names of the parameters of the `template <...>` whose `>` is at `close`.
+  std::vector<std::string> template_parameters(size_t close) const {
+    int depth = 0;
+    size_t open = close;
+    for (; open > 0; --open) {
+      if (is(open, ">")) ++depth;
+      if (is(open, "<") && --depth == 0) break;
+    }
+    std::vector<std::string> names;
+    depth = 0;
+    for (size_t j = open + 1; j < close; ++j) {
+      if (is(j, "<") || is(j, "(")) ++depth;
+      if (is(j, ">") || is(j, ")")) --depth;
+      if (depth == 0 && is_identifier(j) && (is(j + 1, ",") || j + 1 == close || is(j + 1, "=")))
+        names.emplace_back(text(j));
+    }
+    return names;
+  }
+
+  // template [[host_name("x")]] [[kernel]] decltype(NAME<ARGS>) NAME<ARGS>;
+  void lower_instantiation(size_t begin, size_t kernel_attribute, size_t after_attributes) {
+    std::string host_name;
+    for (size_t j = begin; j < kernel_attribute; ++j)
+      if (is(j, "host_name") && is(j + 1, "(") && at(j + 2).kind == TokenKind::literal) {
+        host_name = std::string(text(j + 2));
+        host_name = host_name.substr(1, host_name.size() - 2);
+      }
+    if (host_name.empty()) fail(begin, "explicit kernel instantiations need [[host_name(\"name\")]]");
+    size_t semi = after_attributes;
+    while (semi < count() && !is(semi, ";")) ++semi;
+    size_t name = after_attributes;
+    while (name < semi && !(templates_.contains(std::string(text(name))) && is(name + 1, "<"))) ++name;
+    if (name == semi) fail(begin, fmt::format("kernel '{}' instantiates no templated kernel defined before it", host_name));
+    const TemplateKernel& t = templates_.at(std::string(text(name)));
+    size_t args_close = matching(name + 1);
+    std::vector<std::string> args;
+    size_t arg_begin = name + 2;
+    int depth = 0;
+    for (size_t j = name + 2; j <= args_close; ++j) {
+      if (is(j, "<") || is(j, "(")) ++depth;
+      if ((is(j, ">") || is(j, ")")) && j != args_close) --depth;
+      if ((depth == 0 && is(j, ",")) || j == args_close) {
+        args.push_back(lowered_text(arg_begin, j));
+        arg_begin = j + 1;
+      }
+    }
+    std::string callee = lowered_text(name, args_close + 1);
+    for (size_t i = 0; i < t.parameters.size() && i < args.size(); ++i) substitutions_[t.parameters[i]] = args[i];
+    kernels_.push_back(build_kernel(t.name_token, t.close, t.scope, host_name, callee));
+    substitutions_.clear();
+    for (size_t j = begin; j <= semi; ++j) replace(j, "");
+  }
+
+  Kernel build_kernel(size_t name_token, size_t close, const std::vector<std::string>& scope, std::string entry,
+                      std::string callee) {
     Kernel kernel;
-    kernel.signature.name = std::string(text(name_token));
+    kernel.signature.name = entry;
+    if (callee.empty()) callee = entry;
     kernel.signature.location = fmt::format("{}:{}", at(name_token).file, at(name_token).line);
     std::vector<std::string> arguments;
     std::set<uint32_t> buffer_indices, threadgroup_indices;
@@ -265,7 +343,7 @@ class Lowering {
       begin = end + 1;
     }
     std::string body = fmt::format("extern \"C\" void {}{}(const __mf_launch_args* __mf_a) {{\n  {}(", "__mf_kernel_",
-                                   kernel.signature.name, kernel.signature.name);
+                                   kernel.signature.name, callee);
     for (size_t i = 0; i < arguments.size(); ++i) body += (i ? ",\n    " : "") + arguments[i];
     body += ");\n}\n";
     for (auto it = scope.rbegin(); it != scope.rend(); ++it) body = fmt::format("namespace {} {{\n{}}}\n", *it, body);
@@ -486,6 +564,13 @@ class Lowering {
   std::vector<bool> in_attribute_;
   const std::map<uint32_t, ConstantValue>& constants_;
   std::vector<Kernel> kernels_;
+  struct TemplateKernel {
+    size_t name_token, close;
+    std::vector<std::string> scope;
+    std::vector<std::string> parameters;
+  };
+  std::map<std::string, TemplateKernel> templates_;
+  std::map<std::string, std::string> substitutions_;  // template parameter -> argument text
   std::vector<std::pair<size_t, size_t>> kernel_bodies_;
   std::vector<FunctionConstant> function_constants_;
   std::set<std::string> fc_defined_;
