@@ -123,6 +123,19 @@ TEST(Lowering, TemplatedKernelsRunThroughTheirHostNamedInstantiations) {
   EXPECT_THAT(out.text, Not(HasSubstr("decltype")));
 }
 
+TEST(Lowering, BuffersWithoutAttributeTakeTheLowestFreeIndices) {
+  auto out = lower("kernel void k(device const float* in, device float* out [[buffer(0)]],\n"
+                   "  constant int& n, uint i [[thread_position_in_grid]]) {}\n"
+                   "template <typename T> [[kernel]] void t(device T* a) {}\n"
+                   "template [[host_name(\"t_\" \"float\")]] [[kernel]] decltype(t<float>) t<float>;\n");
+  ASSERT_EQ(out.kernels.size(), 2u);
+  EXPECT_EQ(out.kernels[0].params[0].index, 1u);
+  EXPECT_EQ(out.kernels[0].params[2].index, 2u);
+  EXPECT_TRUE(out.kernels[0].params[2].is_reference);
+  EXPECT_EQ(out.kernels[1].name, "t_float");
+  EXPECT_EQ(out.kernels[1].params[0].index, 0u);
+}
+
 TEST(Lowering, OpenClKeywordsStayOrdinaryIdentifiers) {
   auto out = lower("void f() { int local = 1; int global = local; }\n");
   EXPECT_THAT(out.text, HasSubstr("int __mf_id_local = 1; int __mf_id_global = __mf_id_local;"));
@@ -144,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, LoweringErrors,
     ::testing::Values(
         BadSource{"double", "\nvoid f() { double x = 1; }", "k.metal:2: error: 'double' is not supported by Metal"},
-        BadSource{"no_attribute", "kernel void k(device float* a) {}", "kernel parameter without an attribute"},
+        BadSource{"no_attribute", "kernel void k(device float* a, uint n) {}", "'n' needs an attribute"},
         BadSource{"duplicate_buffer",
                   "kernel void k(device float* a [[buffer(1)]], device float* b [[buffer(1)]]) {}",
                   "duplicate [[buffer(1)]]"},

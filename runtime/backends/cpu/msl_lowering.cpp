@@ -282,9 +282,10 @@ class Lowering {
   void lower_instantiation(size_t begin, size_t kernel_attribute, size_t after_attributes) {
     std::string host_name;
     for (size_t j = begin; j < kernel_attribute; ++j)
-      if (is(j, "host_name") && is(j + 1, "(") && at(j + 2).kind == TokenKind::literal) {
-        host_name = std::string(text(j + 2));
-        host_name = host_name.substr(1, host_name.size() - 2);
+      if (is(j, "host_name") && is(j + 1, "(")) {
+        // Adjacent string literals concatenate: host_name("softmax_" "float32").
+        for (size_t l = j + 2; l < count() && at(l).kind == TokenKind::literal; ++l)
+          host_name += std::string(text(l)).substr(1, text(l).size() - 2);
       }
     if (host_name.empty()) fail(begin, "explicit kernel instantiations need [[host_name(\"name\")]]");
     size_t semi = after_attributes;
@@ -319,6 +320,7 @@ class Lowering {
     if (callee.empty()) callee = entry;
     kernel.signature.location = fmt::format("{}:{}", at(name_token).file, at(name_token).line);
     std::vector<std::string> arguments;
+    std::vector<std::pair<size_t, size_t>> spans;  // token range of each parameter
     std::set<uint32_t> buffer_indices, threadgroup_indices;
     size_t begin = name_token + 2;
     while (begin < close) {
@@ -333,15 +335,29 @@ class Lowering {
       }
       if (end > begin) {
         KernelParam param = parse_param(begin, end);
-        if (param.kind == KernelParam::Kind::buffer && !buffer_indices.insert(param.index).second)
+        bool implicit = param.attribute.empty();
+        if (param.kind == KernelParam::Kind::buffer && !implicit && !buffer_indices.insert(param.index).second)
           fail(begin, fmt::format("duplicate [[buffer({})]] in kernel '{}'", param.index, kernel.signature.name));
         if (param.kind == KernelParam::Kind::threadgroup_buffer && !threadgroup_indices.insert(param.index).second)
           fail(begin, fmt::format("duplicate [[threadgroup({})]] in kernel '{}'", param.index, kernel.signature.name));
-        arguments.push_back(thunk_argument(param, begin, end));
+        spans.emplace_back(begin, end);
         kernel.signature.params.push_back(std::move(param));
       }
       begin = end + 1;
     }
+    // Buffers without [[buffer(n)]] take the lowest free indices in
+    // declaration order, as the Metal compiler assigns them.
+    uint32_t next_free = 0;
+    for (KernelParam& param : kernel.signature.params) {
+      if (param.kind != KernelParam::Kind::buffer || !param.attribute.empty()) continue;
+      while (buffer_indices.contains(next_free)) ++next_free;
+      if (next_free > 30) fail(name_token, fmt::format("kernel '{}' has more than 31 buffers", kernel.signature.name));
+      param.index = next_free;
+      param.attribute = "buffer";
+      buffer_indices.insert(next_free);
+    }
+    for (size_t i = 0; i < spans.size(); ++i)
+      arguments.push_back(thunk_argument(kernel.signature.params[i], spans[i].first, spans[i].second));
     std::string body = fmt::format("extern \"C\" void {}{}(const __mf_launch_args* __mf_a) {{\n  {}(", "__mf_kernel_",
                                    kernel.signature.name, callee);
     for (size_t i = 0; i < arguments.size(); ++i) body += (i ? ",\n    " : "") + arguments[i];
@@ -355,10 +371,27 @@ class Lowering {
   KernelParam parse_param(size_t begin, size_t end) {
     size_t attr = begin;
     while (attr < end && !(is(attr, "[") && in_attribute_[attr])) ++attr;
-    if (attr == end) fail(begin, "kernel parameter without an attribute ([[buffer(n)]], [[thread_position_in_grid]], ...)");
     size_t name = attr - 1;
     if (!is_identifier(name) || name <= begin) fail(begin, "kernel parameter needs a type and a name");
     KernelParam param;
+    if (attr == end) {  // an implicit buffer: a device or constant pointer or reference
+      param.name = std::string(text(name));
+      param.type = original_text(begin, name);
+      for (size_t j = begin; j < name; ++j) {
+        if (text(j) == "const") param.is_const = true;
+        if (text(j) == "&") param.is_reference = true;
+        if (text(j) == "device") param.space = AddressSpace::device;
+        if (text(j) == "constant") param.space = AddressSpace::constant;
+      }
+      bool pointer = param.is_reference;
+      for (size_t j = begin; j < name; ++j) pointer |= text(j) == "*";
+      if (param.space == AddressSpace::none || !pointer)
+        fail(begin, fmt::format("kernel parameter '{}' needs an attribute ([[buffer(n)]], "
+                                "[[thread_position_in_grid]], ...)",
+                                param.name));
+      param.kind = KernelParam::Kind::buffer;
+      return param;  // index assigned by build_kernel
+    }
     param.name = std::string(text(name));
     param.type = original_text(begin, name);
     for (size_t j = begin; j < name; ++j) {
