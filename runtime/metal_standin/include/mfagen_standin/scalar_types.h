@@ -148,6 +148,17 @@ struct bfloat {
   struct __mf_bits_tag {};
   bfloat() = default;
   constexpr bfloat(ushort bits, __mf_bits_tag) : __mf_bits(bits) {}
+  // C++ for OpenCL cannot bind a `constant` object to the implicit copy
+  // constructor's generic reference; Metal copies program-scope constants.
+  // Templates, so that they are not copy operations and bfloat stays
+  // trivially copyable (as_type, memcpy).
+  template <class B, __mf_if<__is_same(B, bfloat)> = 0>
+  constexpr bfloat(const __constant B& other) : __mf_bits(other.__mf_bits) {}
+  template <class B, __mf_if<__is_same(B, bfloat)> = 0>
+  constexpr bfloat& operator=(const __constant B& other) {
+    __mf_bits = other.__mf_bits;
+    return *this;
+  }
   constexpr explicit bfloat(float f) : __mf_bits(__mf_f32_to_bf16(f)) {}
   constexpr explicit bfloat(half h) : __mf_bits(__mf_f32_to_bf16(static_cast<float>(h))) {}
   // Unsuffixed floating literals (64-bit) go through float: bfloat(0.1).
