@@ -45,19 +45,47 @@ METAL_FUNC uint __metal_get_simdgroup_size(uint) { return 32; }
   METAL_FUNC T __metal_##NAME(T data, ushort arg) { \
     return ::metal::NAME(data, arg);                \
   }
+// The bitwise reductions also take floating-point scalars (MLX's bf16_math.h
+// calls __metal_simd_xor(float)): they operate on the bits.
+template <int Bytes> struct __mf_bits_of;
+template <> struct __mf_bits_of<2> { using type = ushort; };
+template <> struct __mf_bits_of<4> { using type = uint; };
+template <> struct __mf_bits_of<8> { using type = ulong; };
+#define __MF_INTRIN_SIMD_BITWISE(NAME)                                                   \
+  template <class T>                                                                     \
+  METAL_FUNC T __metal_##NAME(T data) {                                                  \
+    if constexpr (::metal::__mf_simd_integer<T>) {                                       \
+      return ::metal::NAME(data);                                                        \
+    } else {                                                                             \
+      using Bits = typename __mf_bits_of<sizeof(T)>::type;                               \
+      return __builtin_bit_cast(T, ::metal::NAME(__builtin_bit_cast(Bits, data)));       \
+    }                                                                                    \
+  }
 __MF_INTRIN_SIMD1(simd_sum)
-__MF_INTRIN_SIMD1(simd_product) __MF_INTRIN_SIMD1(simd_max) __MF_INTRIN_SIMD1(simd_min) __MF_INTRIN_SIMD1(simd_and)
-    __MF_INTRIN_SIMD1(simd_or) __MF_INTRIN_SIMD1(simd_xor) __MF_INTRIN_SIMD1(simd_prefix_inclusive_sum)
-        __MF_INTRIN_SIMD1(simd_prefix_exclusive_sum) __MF_INTRIN_SIMD1(simd_prefix_inclusive_product)
-            __MF_INTRIN_SIMD1(simd_prefix_exclusive_product) __MF_INTRIN_SIMD1(simd_broadcast_first)
-                __MF_INTRIN_SIMD2(simd_shuffle) __MF_INTRIN_SIMD2(simd_broadcast) __MF_INTRIN_SIMD2(simd_shuffle_xor)
-                    __MF_INTRIN_SIMD2(simd_shuffle_up) __MF_INTRIN_SIMD2(simd_shuffle_down)
-                        __MF_INTRIN_SIMD2(simd_shuffle_rotate_up) __MF_INTRIN_SIMD2(simd_shuffle_rotate_down)
+__MF_INTRIN_SIMD1(simd_product)
+__MF_INTRIN_SIMD1(simd_max)
+__MF_INTRIN_SIMD1(simd_min)
+__MF_INTRIN_SIMD_BITWISE(simd_and)
+__MF_INTRIN_SIMD_BITWISE(simd_or)
+__MF_INTRIN_SIMD_BITWISE(simd_xor)
+__MF_INTRIN_SIMD1(simd_prefix_inclusive_sum)
+__MF_INTRIN_SIMD1(simd_prefix_exclusive_sum)
+__MF_INTRIN_SIMD1(simd_prefix_inclusive_product)
+__MF_INTRIN_SIMD1(simd_prefix_exclusive_product)
+__MF_INTRIN_SIMD1(simd_broadcast_first)
+__MF_INTRIN_SIMD2(simd_shuffle)
+__MF_INTRIN_SIMD2(simd_broadcast)
+__MF_INTRIN_SIMD2(simd_shuffle_xor)
+__MF_INTRIN_SIMD2(simd_shuffle_up)
+__MF_INTRIN_SIMD2(simd_shuffle_down)
+__MF_INTRIN_SIMD2(simd_shuffle_rotate_up)
+__MF_INTRIN_SIMD2(simd_shuffle_rotate_down)
+#undef __MF_INTRIN_SIMD_BITWISE
 #undef __MF_INTRIN_SIMD1
 #undef __MF_INTRIN_SIMD2
-                            template <class T>
-                            METAL_FUNC T
-    __metal_simd_shuffle_and_fill_up(T data, T filling, ushort delta, ushort modulo) {
+template <class T>
+METAL_FUNC T
+__metal_simd_shuffle_and_fill_up(T data, T filling, ushort delta, ushort modulo) {
   return ::metal::simd_shuffle_and_fill_up(data, filling, delta, modulo);
 }
 template <class T>
