@@ -374,32 +374,25 @@ class Lowering {
     size_t name = attr - 1;
     if (!is_identifier(name) || name <= begin) fail(begin, "kernel parameter needs a type and a name");
     KernelParam param;
+    param.name = std::string(text(name));
+    param.type = original_text(begin, name);
+    bool pointer = false;
+    for (size_t j = begin; j < name; ++j) {
+      if (text(j) == "const") param.is_const = true;
+      if (text(j) == "&") param.is_reference = true;
+      if (text(j) == "*") pointer = true;
+      if (text(j) == "device") param.space = AddressSpace::device;
+      if (text(j) == "constant") param.space = AddressSpace::constant;
+      if (text(j) == "threadgroup") param.space = AddressSpace::threadgroup;
+    }
     if (attr == end) {  // an implicit buffer: a device or constant pointer or reference
-      param.name = std::string(text(name));
-      param.type = original_text(begin, name);
-      for (size_t j = begin; j < name; ++j) {
-        if (text(j) == "const") param.is_const = true;
-        if (text(j) == "&") param.is_reference = true;
-        if (text(j) == "device") param.space = AddressSpace::device;
-        if (text(j) == "constant") param.space = AddressSpace::constant;
-      }
-      bool pointer = param.is_reference;
-      for (size_t j = begin; j < name; ++j) pointer |= text(j) == "*";
-      if (param.space == AddressSpace::none || !pointer)
+      bool buffer_space = param.space == AddressSpace::device || param.space == AddressSpace::constant;
+      if (!buffer_space || !(pointer || param.is_reference))
         fail(begin, fmt::format("kernel parameter '{}' needs an attribute ([[buffer(n)]], "
                                 "[[thread_position_in_grid]], ...)",
                                 param.name));
       param.kind = KernelParam::Kind::buffer;
       return param;  // index assigned by build_kernel
-    }
-    param.name = std::string(text(name));
-    param.type = original_text(begin, name);
-    for (size_t j = begin; j < name; ++j) {
-      if (text(j) == "const") param.is_const = true;
-      if (text(j) == "&") param.is_reference = true;
-      if (text(j) == "device") param.space = AddressSpace::device;
-      if (text(j) == "constant") param.space = AddressSpace::constant;
-      if (text(j) == "threadgroup") param.space = AddressSpace::threadgroup;
     }
     // Attribute list: [[a, b(x), ...]] possibly repeated.
     bool have_kind = false;
@@ -443,8 +436,6 @@ class Lowering {
     }
     if (!have_kind) fail(attr, fmt::format("kernel parameter '{}' has no binding attribute", param.name));
     if (param.kind != KernelParam::Kind::builtin && !param.is_reference) {
-      bool pointer = false;
-      for (size_t j = begin; j < name; ++j) pointer |= text(j) == "*";
       if (!pointer) fail(begin, fmt::format("buffer parameter '{}' must be a pointer or a reference", param.name));
     }
     return param;

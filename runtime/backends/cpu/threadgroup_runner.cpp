@@ -136,14 +136,25 @@ void ThreadgroupRunner::prepare_threads(Dim3 position) {
   arena_next_ = 0;
   arena_used_bytes_ = 0;
   tg_epoch_ = 0;
+  // At most 31 buffers of at most 32 KB in all (checked at launch): they
+  // always fit the arena, gaps included.
   for (auto [index, bytes] : context_.threadgroup_buffers) {
-    arena_next_ = align_up(arena_next_, 16);
-    allocations_.push_back(Allocation{arena_next_, bytes, fmt::format("threadgroup({})", index), ~0u});
+    uint64_t offset = place(bytes, 16, fmt::format("threadgroup({})", index), ~0u);
     for (KernelThread& t : threads_)
-      t.args.threadgroup_buffers[index] = reinterpret_cast<uint64_t>(arena_.data() + arena_next_);
-    arena_next_ += bytes + std::max(kRedzoneBytes, std::min<uint64_t>(bytes, 4096));
-    arena_used_bytes_ += bytes;
+      t.args.threadgroup_buffers[index] = reinterpret_cast<uint64_t>(arena_.data() + offset);
   }
+}
+
+// Places an allocation in the arena, followed by a gap at least as large as
+// it (up to 4 KB) so that overshooting indices land in no allocation.
+uint64_t ThreadgroupRunner::place(uint64_t size, uint64_t align, std::string name, uint32_t site) {
+  uint64_t offset = align_up(arena_next_, std::max<uint64_t>(align, 16));
+  uint64_t next = offset + size + std::max(kRedzoneBytes, std::min<uint64_t>(size, 4096));
+  if (next > arena_.size()) return kNoRoom;
+  allocations_.push_back(Allocation{offset, size, std::move(name), site});
+  arena_next_ = next;
+  arena_used_bytes_ += size;
+  return offset;
 }
 
 bool ThreadgroupRunner::run(Dim3 position) {
@@ -312,10 +323,13 @@ void* ThreadgroupRunner::threadgroup_alloc(uint32_t site, uint64_t size, uint64_
                                   context_.kernel, kThreadgroupMemoryLimit, name, size));
     return sink_.data();
   }
-  uint64_t offset = align_up(arena_next_, std::max<uint64_t>(align, 16));
-  allocations_.push_back(Allocation{offset, size, name, site});
-  arena_next_ = offset + size + std::max(kRedzoneBytes, std::min<uint64_t>(size, 4096));
-  arena_used_bytes_ += size;
+  uint64_t offset = place(size, align, name, site);
+  if (offset == kNoRoom) {
+    abort_threadgroup(fmt::format("kernel {} declares more threadgroup variables than the cpu backend can guard "
+                                  "(`{}` does not fit)",
+                                  context_.kernel, name));
+    return sink_.data();
+  }
   return arena_.data() + offset;
 }
 

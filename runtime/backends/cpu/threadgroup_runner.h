@@ -117,6 +117,8 @@ class ThreadgroupRunner {
   std::string site_location(const void* site) const;
   std::string describe_threadgroup(uintptr_t address) const;
   void abort_threadgroup(std::string why);
+  static constexpr uint64_t kNoRoom = ~uint64_t(0);
+  uint64_t place(uint64_t size, uint64_t align, std::string name, uint32_t site);
 
   const LaunchContext& context_;
   FindingSink& findings_;
