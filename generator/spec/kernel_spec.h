@@ -1,0 +1,80 @@
+// One attention kernel as a user asked for it (DESIGN.md section 2), after
+// validation and list expansion: every field has a concrete value. This is
+// the data every later stage (plan, render, emit) starts from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace mfagen::spec {
+
+enum class Kind { forward, decode, backward };
+enum class DType { float16, bfloat16, float32 };
+enum class Causal { none, top_left, bottom_right };
+enum class MaskKind { none, boolean, additive };  // JSON spelling: "none", "bool", "additive"
+enum class Target { apple7, apple8, apple9, apple10 };
+
+// The JSON spelling of each value ("forward", "float16", "bottom_right", "bool", "apple9").
+std::string_view to_string(Kind);
+std::string_view to_string(DType);
+std::string_view to_string(Causal);
+std::string_view to_string(MaskKind);
+std::string_view to_string(Target);
+
+// Bytes of one element of q, k, v, out in memory.
+inline uint32_t dtype_bytes(DType t) { return t == DType::float32 ? 4 : 2; }
+
+struct Tiles {
+  uint32_t block_q = 0;
+  uint32_t block_k = 0;
+  uint32_t simdgroups = 0;
+  bool operator==(const Tiles&) const = default;
+};
+
+// Where a kernel came from, so that any later stage can name the file and
+// JSON path in its errors: "specs/llama.json: kernels[2].tiles: ...".
+struct SpecOrigin {
+  std::string file;       // as given on the command line
+  std::string json_path;  // the object the kernel was expanded from: "kernels[2]", or "" for a single-kernel file
+};
+
+struct KernelSpec {
+  Kind kind = Kind::forward;
+  DType dtype = DType::float16;
+  uint32_t head_dim = 0;    // D, 1..576
+  uint32_t head_dim_v = 0;  // Dv, 1..512 (defaults to head_dim)
+  Causal causal = Causal::none;
+  bool gqa = true;
+  MaskKind mask = MaskKind::none;
+  bool window = false;
+  bool softcap = false;
+  bool alibi = false;
+  bool lse = true;
+  // "accumulate" is always float32 (the only accepted value); not stored.
+  std::optional<Tiles> tiles;  // absent: the planner's table decides
+  Target target = Target::apple9;
+  std::string name;            // given, or derived canonically (derived_name)
+  bool name_given = false;
+  SpecOrigin origin;
+
+  bool operator==(const KernelSpec& other) const;  // every field but origin
+};
+
+// A problem with a spec file: names the file, the JSON path and what was
+// expected. what() is the full message "FILE: PATH: MESSAGE" (PATH omitted
+// when empty).
+class SpecError : public std::runtime_error {
+ public:
+  SpecError(std::string file, std::string json_path, std::string message);
+  const std::string& file() const { return file_; }
+  const std::string& json_path() const { return json_path_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string file_, json_path_, message_;
+};
+
+}  // namespace mfagen::spec
