@@ -3,6 +3,7 @@
 // the data every later stage (plan, render, emit) starts from.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -16,6 +17,14 @@ enum class DType { float16, bfloat16, float32 };
 enum class Causal { none, top_left, bottom_right };
 enum class MaskKind { none, boolean, additive };  // JSON spelling: "none", "bool", "additive"
 enum class Target { apple7, apple8, apple9, apple10 };
+
+// Every value of each enum, in the order of DESIGN.md section 2, so that
+// parsers and error messages can list them ("expected one of ...").
+inline constexpr std::array kAllKinds{Kind::forward, Kind::decode, Kind::backward};
+inline constexpr std::array kAllDTypes{DType::float16, DType::bfloat16, DType::float32};
+inline constexpr std::array kAllCausals{Causal::none, Causal::top_left, Causal::bottom_right};
+inline constexpr std::array kAllMaskKinds{MaskKind::none, MaskKind::boolean, MaskKind::additive};
+inline constexpr std::array kAllTargets{Target::apple7, Target::apple8, Target::apple9, Target::apple10};
 
 // The JSON spelling of each value ("forward", "float16", "bottom_right", "bool", "apple9").
 std::string_view to_string(Kind);

@@ -1,0 +1,119 @@
+#include "spec/spec_fields.h"
+
+#include <array>
+
+#include "spec/metal_identifier.h"
+
+namespace mfagen::spec::detail {
+
+namespace {
+
+template <auto Member, auto& AllValues>
+Setter enum_field(const Json& value, const Where& at) {
+  auto v = read_enum(value, at, AllValues);
+  return [v](KernelSpec& s) { s.*Member = v; };
+}
+
+template <auto Member>
+Setter bool_field(const Json& value, const Where& at) {
+  bool v = read_bool(value, at);
+  return [v](KernelSpec& s) { s.*Member = v; };
+}
+
+Setter head_dim(const Json& value, const Where& at) {
+  auto d = static_cast<uint32_t>(read_integer(value, at, 1, 576));
+  return [d](KernelSpec& s) { s.head_dim = d; };
+}
+
+Setter head_dim_v(const Json& value, const Where& at) {
+  auto d = static_cast<uint32_t>(read_integer(value, at, 1, 512));
+  return [d](KernelSpec& s) { s.head_dim_v = d; };
+}
+
+// Statistics and O always accumulate in float32; the field exists so a spec
+// can say so, and so that a different wish is refused rather than ignored.
+Setter accumulate(const Json& value, const Where& at) {
+  const std::string& text = read_string(value, at);
+  if (text != "float32") {
+    at.fail(fmt::format("expected \"float32\" (softmax statistics and O always accumulate in "
+                        "float32), found {}",
+                        describe_value(value)));
+  }
+  return [](KernelSpec&) {};
+}
+
+uint32_t read_block(const Json& value, const Where& at) {
+  constexpr std::string_view kExpected = "a multiple of 8 in 8..1024";
+  int64_t n = read_json_integer(value, at, kExpected);
+  if (n < 8 || n > 1024 || n % 8 != 0) {
+    at.fail(fmt::format("expected {}, found {}", kExpected, value.dump()));
+  }
+  return static_cast<uint32_t>(n);
+}
+
+// {"block_q": n, "block_k": n, "simdgroups": n}, or null for "the planner
+// decides" (what canonical_json writes when no tiles were given). Limits that
+// depend on the head dim and threadgroup memory are the planner's to check.
+Setter tiles(const Json& value, const Where& at) {
+  if (value.is_null()) return [](KernelSpec& s) { s.tiles.reset(); };
+  if (!value.is_object()) {
+    at.fail_expected(R"(an object {"block_q": n, "block_k": n, "simdgroups": n})", value);
+  }
+  static constexpr std::array<std::string_view, 3> kFields{"block_q", "block_k", "simdgroups"};
+  check_known_fields(value, at, kFields);
+  for (std::string_view f : kFields) {
+    if (!value.contains(f)) {
+      at.fail(fmt::format("missing field \"{}\"; tiles need block_q, block_k and simdgroups", f));
+    }
+  }
+  Tiles t;
+  t.block_q = read_block(value["block_q"], at.field("block_q"));
+  t.block_k = read_block(value["block_k"], at.field("block_k"));
+  t.simdgroups = static_cast<uint32_t>(read_integer(value["simdgroups"], at.field("simdgroups"), 1, 32));
+  // Each simdgroup owns whole 8-row tiles of the query block.
+  if (t.block_q % (8 * t.simdgroups) != 0) {
+    at.field("block_q").fail(fmt::format(
+        "expected a multiple of {} (8 rows for each of the {} simdgroups), found {}",
+        8 * t.simdgroups, t.simdgroups, t.block_q));
+  }
+  return [t](KernelSpec& s) { s.tiles = t; };
+}
+
+constexpr std::array<FieldRule, 14> kListFields{{
+    {"kind", false, enum_field<&KernelSpec::kind, kAllKinds>},
+    {"dtype", true, enum_field<&KernelSpec::dtype, kAllDTypes>},
+    {"head_dim", true, head_dim},
+    {"head_dim_v", false, head_dim_v},
+    {"causal", false, enum_field<&KernelSpec::causal, kAllCausals>},
+    {"gqa", false, bool_field<&KernelSpec::gqa>},
+    {"mask", false, enum_field<&KernelSpec::mask, kAllMaskKinds>},
+    {"window", false, bool_field<&KernelSpec::window>},
+    {"softcap", false, bool_field<&KernelSpec::softcap>},
+    {"alibi", false, bool_field<&KernelSpec::alibi>},
+    {"lse", false, bool_field<&KernelSpec::lse>},
+    {"accumulate", false, accumulate},
+    {"tiles", false, tiles},
+    {"target", false, enum_field<&KernelSpec::target, kAllTargets>},
+}};
+
+constexpr std::array<std::string_view, 16> kKernelFieldNames{
+    "kind", "dtype", "head_dim", "head_dim_v", "causal", "gqa", "mask", "window",
+    "softcap", "alibi", "lse", "accumulate", "tiles", "target", "name", "comment"};
+
+}  // namespace
+
+std::span<const FieldRule> list_fields() { return kListFields; }
+
+std::span<const std::string_view> kernel_field_names() { return kKernelFieldNames; }
+
+std::string read_name(const Json& value, const Where& at) {
+  if (value.is_array()) {
+    // One name cannot serve several kernels; lists get derived names.
+    at.fail_expected("a string (one name, not a list)", value);
+  }
+  const std::string& name = read_string(value, at);
+  if (std::string problem = metal_identifier_problem(name); !problem.empty()) at.fail(problem);
+  return name;
+}
+
+}  // namespace mfagen::spec::detail
