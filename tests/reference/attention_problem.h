@@ -1,0 +1,39 @@
+// One attention problem as the tests describe it: shapes, options and the
+// input tensors, laid out BHSD and contiguous (DESIGN.md section 3).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace mfagen::reference {
+
+enum class CausalMode { none, top_left, bottom_right };
+
+struct AttentionProblem {
+  uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_k = 1, head_dim = 8, head_dim_v = 8;
+  CausalMode causal = CausalMode::none;
+  double scale = 0;  // 0: 1/sqrt(head_dim)
+
+  // Optional features, all off by default.
+  std::optional<std::pair<int64_t, int64_t>> window;  // (left, right), -1 = unbounded side
+  double softcap = 0;                                 // > 0: s = softcap * tanh(z / softcap)
+  std::vector<double> alibi_slopes;                   // empty, or heads_q values, or batch*heads_q values (b-major)
+  // Masks: empty, or a tensor of shape mask_shape (4 dims, each 1 or the full
+  // size of (B, Hq, Sq, Sk)), broadcast along the dims of size 1.
+  std::vector<uint8_t> bool_mask;      // nonzero = visible
+  std::vector<double> additive_mask;   // added to s; -inf hides the key
+  std::array<uint64_t, 4> mask_shape{};
+
+  // (B,Hq,Sq,D), (B,Hkv,Sk,D), (B,Hkv,Sk,Dv), already rounded to the input dtype.
+  std::vector<double> q, k, v;
+};
+
+struct AttentionResult {
+  std::vector<double> out;  // (B, Hq, Sq, Dv)
+  std::vector<double> lse;  // (B, Hq, Sq), natural log; -inf for rows without visible keys (their out row is exactly 0)
+};
+
+}  // namespace mfagen::reference
