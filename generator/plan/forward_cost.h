@@ -1,0 +1,30 @@
+// What one forward launch costs for a given shape: arithmetic, the minimum
+// device traffic (every input read once, every output written once), the
+// traffic this kernel's tiling moves (the FlashAttention IO model: K and V
+// are re-read once per query block), and how many key blocks causal
+// masking lets the kernel skip. Used by `mfagen explain` and the figures.
+#pragma once
+
+#include <cstdint>
+
+#include "plan/kernel_plan.h"
+
+namespace mfagen::plan {
+
+struct CostShape {
+  uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_k = 1;
+};
+
+struct ForwardCost {
+  uint64_t threadgroups = 0;          // ceil(seq_q / block_q) * heads_q * batch
+  double visible_pairs = 0;           // (query, key) pairs the mask lets through, all heads and batches
+  double flops = 0;                   // 2 * visible pairs * (D + Dv): QK^T and PV multiply-adds
+  uint64_t min_device_bytes = 0;      // q, k, v read once; out (and lse) written once
+  uint64_t kernel_device_bytes = 0;   // q and out once, K and V once per visited key block per threadgroup
+  uint64_t key_blocks_total = 0;      // key blocks over all threadgroups without skipping
+  uint64_t key_blocks_visited = 0;    // key blocks the kernel loads and computes
+};
+
+ForwardCost forward_cost(const KernelPlan& plan, const CostShape& shape);
+
+}  // namespace mfagen::plan

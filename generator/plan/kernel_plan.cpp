@@ -1,0 +1,114 @@
+// Plans a forward kernel: tiles from the spec or the table, then the derived
+// sizes the template needs, each checked against the hardware limits with a
+// message that says which spec field to change.
+#include "plan/kernel_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mfagen::plan {
+namespace {
+
+uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+uint32_t round_up(uint32_t a, uint32_t b) { return ceil_div(a, b) * b; }
+
+std::string field_path(const spec::KernelSpec& s, std::string_view field) {
+  return s.origin.json_path.empty() ? std::string(field) : fmt::format("{}.{}", s.origin.json_path, field);
+}
+
+[[noreturn]] void refuse(const spec::KernelSpec& s, std::string_view field, const std::string& message) {
+  throw spec::SpecError(s.origin.file, field_path(s, field), fmt::format("{}: {}", s.name, message));
+}
+
+// Features of DESIGN.md section 2 whose kernels do not exist yet: refused
+// with a clear error rather than generated without the feature.
+void refuse_unimplemented(const spec::KernelSpec& s) {
+  if (s.kind != spec::Kind::forward)
+    refuse(s, "kind", fmt::format("kind \"{}\" is not implemented yet; this version generates \"forward\" kernels",
+                                  spec::to_string(s.kind)));
+  if (s.mask != spec::MaskKind::none)
+    refuse(s, "mask", fmt::format("mask \"{}\" is not implemented yet; use \"none\"", spec::to_string(s.mask)));
+  if (s.window) refuse(s, "window", "sliding windows are not implemented yet; use false");
+  if (s.softcap) refuse(s, "softcap", "softcap is not implemented yet; use false");
+  if (s.alibi) refuse(s, "alibi", "ALiBi is not implemented yet; use false");
+}
+
+// The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
+// memory, balanced so that every pass has about the same width. Passes
+// narrower than 32 columns (or than the head dim, if smaller) waste most of
+// each barrier, so block_k values that would need them are refused.
+uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k) {
+  const uint32_t bytes = spec::dtype_bytes(s.dtype);
+  const uint32_t widest = round_up(std::max(s.head_dim, s.head_dim_v), 8);
+  const uint32_t narrowest = std::min(widest, 32u);
+  const uint32_t fits = kMaxThreadgroupBytes / (block_k * bytes) / 8 * 8;
+  if (fits < narrowest)
+    refuse(s, "tiles.block_k",
+           fmt::format("block_k {} needs {} bytes of threadgroup memory for a {}-column K/V tile of {}, over the "
+                       "{}-byte limit; use block_k <= {}",
+                       block_k, uint64_t(block_k) * narrowest * bytes, narrowest, spec::to_string(s.dtype),
+                       kMaxThreadgroupBytes, kMaxThreadgroupBytes / (narrowest * bytes) / 8 * 8));
+  const uint32_t passes = ceil_div(widest, fits);
+  return round_up(ceil_div(widest, passes), 8);
+}
+
+std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
+  const std::string elem(s.dtype == spec::DType::float16    ? "half"
+                         : s.dtype == spec::DType::bfloat16 ? "bfloat"
+                                                            : "float");
+  std::vector<BufferSlot> buffers = {
+      {kQIndex, "q", "device const " + elem + "*", false},
+      {kKIndex, "k", "device const " + elem + "*", false},
+      {kVIndex, "v", "device const " + elem + "*", false},
+      {kOutIndex, "out", "device " + elem + "*", true},
+  };
+  if (s.lse) buffers.push_back({kLseIndex, "lse", "device float*", true});
+  buffers.push_back({kParamsIndex, "params", "constant AttentionParams&", false});
+  return buffers;
+}
+
+}  // namespace
+
+KernelPlan plan_kernel(const spec::KernelSpec& s) {
+  refuse_unimplemented(s);
+  KernelPlan p;
+  p.spec = s;
+  p.entry = s.name;
+  p.tiles_from_table = !s.tiles.has_value();
+  const spec::Tiles tiles = s.tiles.value_or(table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
+  p.block_q = tiles.block_q;
+  p.block_k = tiles.block_k;
+  p.simdgroups = tiles.simdgroups;
+
+  p.threads = p.simdgroups * kSimdWidth;
+  if (p.threads > kMaxThreadsPerThreadgroup)
+    refuse(s, "tiles.simdgroups",
+           fmt::format("{} simdgroups are {} threads per threadgroup, over Metal's limit of {}; use at most {}",
+                       p.simdgroups, p.threads, kMaxThreadsPerThreadgroup, kMaxThreadsPerThreadgroup / kSimdWidth));
+  if (p.block_q % (8 * p.simdgroups) != 0)
+    refuse(s, "tiles.block_q",
+           fmt::format("block_q {} must be a multiple of 8 x simdgroups = {} (each simdgroup owns whole 8-row tiles)",
+                       p.block_q, 8 * p.simdgroups));
+  p.row_tiles = p.block_q / (8 * p.simdgroups);
+  p.d_tiles = ceil_div(s.head_dim, 8);
+  p.dv_tiles = ceil_div(s.head_dim_v, 8);
+
+  p.fragment_floats = 2 * p.row_tiles * (p.d_tiles + p.dv_tiles + p.block_k / 8);
+  if (p.fragment_floats > kMaxFragmentFloatsPerThread)
+    refuse(s, "tiles",
+           fmt::format("head_dim {} / head_dim_v {} with block_q {}, block_k {}, simdgroups {} keep {} float32 "
+                       "fragment values per thread ({} query row tiles per simdgroup), over the limit of {}; "
+                       "use more simdgroups, a smaller block_q or a smaller block_k",
+                       s.head_dim, s.head_dim_v, p.block_q, p.block_k, p.simdgroups, p.fragment_floats, p.row_tiles,
+                       kMaxFragmentFloatsPerThread));
+
+  p.chunk = choose_chunk(s, p.block_k);
+  p.d_passes = ceil_div(s.head_dim, p.chunk);
+  p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
+  p.threadgroup_bytes = p.block_k * p.chunk * spec::dtype_bytes(s.dtype);
+  p.buffers = buffer_table(s);
+  return p;
+}
+
+}  // namespace mfagen::plan

@@ -1,0 +1,69 @@
+// The Plan stage (DESIGN.md section 1): a validated KernelSpec becomes a
+// KernelPlan — tile sizes, threads, threadgroup memory, the buffer table and
+// function constants — or an error naming the spec's file and JSON path when
+// the request exceeds what an Apple GPU allows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/kernel_spec.h"
+
+namespace mfagen::plan {
+
+// Hardware limits of every Apple GPU family the planner targets (DESIGN.md section 4).
+inline constexpr uint32_t kMaxThreadgroupBytes = 32 * 1024;
+inline constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
+inline constexpr uint32_t kSimdWidth = 32;
+// Float32 fragment values one thread may keep live (q, o and score
+// fragments); past this a kernel would spill to device memory on every step.
+inline constexpr uint32_t kMaxFragmentFloatsPerThread = 512;
+
+// One [[buffer(n)]] of the kernel, as the manifest and the runtime see it.
+struct BufferSlot {
+  uint32_t index = 0;
+  std::string name;      // q, k, v, out, lse, params
+  std::string msl_type;  // "device const half*", "constant AttentionParams&"
+  bool written = false;
+};
+
+struct FunctionConstantSlot {
+  uint32_t index = 0;
+  std::string name;
+  std::string type;
+};
+
+struct KernelPlan {
+  spec::KernelSpec spec;
+  std::string entry;            // the kernel function's name (= spec.name)
+  uint32_t block_q = 0;         // query rows per threadgroup
+  uint32_t block_k = 0;         // keys per step
+  uint32_t simdgroups = 0;
+  uint32_t threads = 0;         // per threadgroup: 32 * simdgroups
+  uint32_t row_tiles = 0;       // 8-row query tiles per simdgroup
+  uint32_t d_tiles = 0;         // ceil(D / 8)
+  uint32_t dv_tiles = 0;        // ceil(Dv / 8)
+  uint32_t chunk = 0;           // K/V columns staged in threadgroup memory per pass
+  uint32_t d_passes = 0;        // passes over D per key block
+  uint32_t dv_passes = 0;       // passes over Dv per key block
+  uint32_t threadgroup_bytes = 0;  // static threadgroup memory of the kernel
+  uint32_t fragment_floats = 0;    // live float32 fragment values per thread
+  bool tiles_from_table = false;
+  std::vector<BufferSlot> buffers;
+  std::vector<FunctionConstantSlot> function_constants;  // none yet: every spec field is baked in
+};
+
+// Buffer indices of the forward kernel (fixed, so apps bind by index).
+inline constexpr uint32_t kQIndex = 0, kKIndex = 1, kVIndex = 2, kOutIndex = 3, kLseIndex = 4, kParamsIndex = 5;
+
+// Plans one kernel. Throws spec::SpecError (the spec's file and JSON path)
+// for requests the generator cannot honour: kinds and features not
+// implemented yet, tiles over the threadgroup-memory, thread or register limits.
+KernelPlan plan_kernel(const spec::KernelSpec& spec);
+
+// The tile table: (block_q, block_k, simdgroups) for a head dim, element
+// size and target family when the spec gives no tiles.
+spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target);
+
+}  // namespace mfagen::plan

@@ -1,0 +1,23 @@
+// The planner's default tiles, keyed by head dim and target family
+// (DESIGN.md section 4). M1/M2 (apple7, apple8) have a fixed register file
+// per thread, so larger query blocks amortize each K/V tile over more rows;
+// M3 and later (apple9, apple10) cache registers dynamically, and smaller
+// query blocks keep more threadgroups resident. Large head dims take fewer
+// keys per step so that K/V passes stay wide.
+#include <algorithm>
+
+#include "plan/kernel_plan.h"
+
+namespace mfagen::plan {
+
+spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target) {
+  const uint32_t widest = std::max(head_dim, head_dim_v);
+  const bool fixed_registers = target == spec::Target::apple7 || target == spec::Target::apple8;
+  const bool wide_elements = dtype == spec::DType::float32;
+  if (widest <= 64) return fixed_registers ? spec::Tiles{64, 32, 4} : spec::Tiles{32, 32, 4};
+  if (widest <= 128) return fixed_registers && !wide_elements ? spec::Tiles{64, 32, 4} : spec::Tiles{32, 32, 4};
+  if (widest <= 256) return spec::Tiles{32, 16, 4};
+  return spec::Tiles{16, 16, 2};
+}
+
+}  // namespace mfagen::plan

@@ -1,0 +1,21 @@
+// Render stage for forward kernels: a KernelPlan becomes one self-contained
+// MSL file (templates/attention_forward.metal.mustache), byte-identical for
+// identical plans.
+#pragma once
+
+#include <string>
+
+#include "plan/kernel_plan.h"
+
+namespace mfagen::render {
+
+inline constexpr const char* kForwardTemplate = "attention_forward.metal.mustache";
+
+std::string render_forward(const plan::KernelPlan& plan);
+
+// The version string recorded in generated headers and the manifest.
+std::string forward_template_version();
+// The content hash of a plan's canonical spec and the template version.
+std::string forward_kernel_hash(const plan::KernelPlan& plan);
+
+}  // namespace mfagen::render

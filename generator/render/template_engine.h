@@ -1,0 +1,25 @@
+// A strict wrapper around mustache (kainjow): templates/ are MSL with
+// {{value}} placeholders and {{#flag}}...{{/flag}} / {{^flag}}...{{/flag}}
+// sections. Unlike plain mustache, a tag without a value is an error, not
+// an empty string, and nothing is HTML-escaped.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace mfagen::render {
+
+using TemplateValue = std::variant<std::string, bool>;
+using TemplateValues = std::map<std::string, TemplateValue, std::less<>>;
+
+// Renders templates/<name> (embedded in the binary). Throws std::logic_error
+// for an unknown template, a tag without a value or a value the template
+// does not use: all are bugs in mfagen, never in the user's input.
+std::string render_template(std::string_view name, const TemplateValues& values);
+
+// A short identity of templates/<name>'s text: "<name without extension>-<8 hex>".
+std::string template_version(std::string_view name);
+
+}  // namespace mfagen::render

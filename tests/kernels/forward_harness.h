@@ -1,0 +1,49 @@
+// Runs one generated forward kernel on the cpu backend, exactly as emitted
+// (plan -> render -> compile -> dispatch -> launch with every detector on),
+// and judges it against the independent float64 reference (tests/reference)
+// with the tolerance rule of DESIGN.md section 3.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "mfagen/cpu/backend.h"
+#include "spec/kernel_spec.h"
+#include "tolerance.h"
+
+namespace mfagen::test {
+
+struct ForwardCase {
+  spec::DType dtype = spec::DType::float16;
+  uint32_t head_dim = 64;
+  uint32_t head_dim_v = 0;  // 0: head_dim
+  spec::Causal causal = spec::Causal::none;
+  bool gqa = true;
+  bool lse = true;
+  std::optional<spec::Tiles> tiles;
+  spec::Target target = spec::Target::apple9;
+  uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 16, seq_k = 16;
+  double scale = 0;          // 0: default 1/sqrt(D)
+  bool bshd = false;         // lay q, k, v, out out as (B, S, H, D) through strides
+  uint64_t seed = 1;
+  std::string describe() const;
+};
+
+struct ForwardOutcome {
+  reference::ToleranceVerdict out;
+  reference::ToleranceVerdict lse;  // ok when the kernel has no lse
+  cpu::LaunchResult launch;
+  std::string kernel_source;
+  bool ok() const { return out.ok && lse.ok && launch.clean(); }
+  std::string report() const;  // verdicts and findings, for test failure messages
+};
+
+// gtest prints parameters with this instead of their bytes.
+inline void PrintTo(const ForwardCase& c, std::ostream* os) { *os << c.describe(); }
+
+spec::KernelSpec make_spec(const ForwardCase& c);
+ForwardOutcome run_forward_case(const ForwardCase& c);
+
+}  // namespace mfagen::test

@@ -1,0 +1,126 @@
+// The generated forward kernels, run on the cpu backend with every detector
+// on, against the float64 reference (DESIGN.md section 3 tolerance rule).
+// The matrix covers every dtype x causal mode, the head dims of the issue,
+// Dv != D, GQA group sizes, MQA, ragged and unequal sequence lengths, batch,
+// BSHD strides, explicit tiles and every target family's table.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "forward_harness.h"
+
+namespace mfagen::test {
+namespace {
+
+using spec::Causal;
+using spec::DType;
+
+constexpr DType kF16 = DType::float16, kBF16 = DType::bfloat16, kF32 = DType::float32;
+constexpr Causal kNone = Causal::none, kTopLeft = Causal::top_left, kBottomRight = Causal::bottom_right;
+
+ForwardCase with(DType dtype, uint32_t d, uint32_t dv, Causal causal, uint64_t sq, uint64_t sk) {
+  ForwardCase c;
+  c.dtype = dtype;
+  c.head_dim = d;
+  c.head_dim_v = dv;
+  c.causal = causal;
+  c.seq_q = sq;
+  c.seq_k = sk;
+  return c;
+}
+
+std::vector<ForwardCase> matrix() {
+  std::vector<ForwardCase> cases;
+  // Every dtype x causal mode, with batch, GQA and Sq != Sk both ways.
+  for (DType t : {kF16, kBF16, kF32})
+    for (Causal c : {kNone, kTopLeft, kBottomRight})
+      for (auto [sq, sk] : {std::pair<uint64_t, uint64_t>{17, 128}, {128, 17}}) {
+        ForwardCase f = with(t, 64, 0, c, sq, sk);
+        f.batch = 2;
+        f.heads_q = 4;
+        f.heads_kv = 2;
+        cases.push_back(f);
+      }
+  // The head dims of the issue; each in float16 and one more dtype, causal rotating.
+  const DType others[] = {kBF16, kF32};
+  const Causal modes[] = {kNone, kTopLeft, kBottomRight};
+  int i = 0;
+  for (uint32_t d : {8u, 32u, 72u, 80u, 96u, 112u, 128u, 160u, 192u, 256u, 320u, 512u}) {
+    cases.push_back(with(kF16, d, 0, modes[i % 3], 40, 40));
+    cases.push_back(with(others[i % 2], d, 0, modes[(i + 1) % 3], 24, 33));
+    ++i;
+  }
+  // Dv != D, including DeepSeek MLA 576/512 and head dims that are not multiples of 8.
+  cases.push_back(with(kF16, 576, 512, kBottomRight, 20, 37));
+  cases.push_back(with(kBF16, 576, 512, kNone, 9, 16));
+  cases.push_back(with(kF16, 64, 512, kTopLeft, 24, 24));
+  cases.push_back(with(kF32, 128, 64, kNone, 16, 40));
+  cases.push_back(with(kF32, 20, 44, kBottomRight, 13, 29));
+  cases.push_back(with(kF16, 1, 1, kNone, 5, 9));
+  cases.push_back(with(kBF16, 3, 5, kTopLeft, 11, 11));
+  // GQA group sizes 1, 4, 8 and MQA.
+  for (auto [hq, hkv] : {std::pair<uint64_t, uint64_t>{3, 3}, {8, 2}, {8, 1}, {16, 2}}) {
+    ForwardCase f = with(kF16, 64, 0, kBottomRight, 20, 50);
+    f.heads_q = hq;
+    f.heads_kv = hkv;
+    cases.push_back(f);
+  }
+  // Sequence lengths 1, 17, 128, 1000 and unequal both ways.
+  cases.push_back(with(kF16, 64, 0, kNone, 1, 1));
+  cases.push_back(with(kF32, 64, 0, kTopLeft, 1, 1000));
+  cases.push_back(with(kBF16, 64, 0, kBottomRight, 1, 1000));
+  cases.push_back(with(kF16, 32, 0, kNone, 1000, 1));
+  cases.push_back(with(kF16, 32, 0, kTopLeft, 1000, 17));
+  cases.push_back(with(kF32, 32, 0, kBottomRight, 1000, 17));  // rows 0..982 see no key
+  cases.push_back(with(kF16, 32, 0, kBottomRight, 128, 1000));
+  cases.push_back(with(kF16, 16, 0, kTopLeft, 1000, 1000));
+  cases.push_back(with(kF32, 16, 0, kNone, 1000, 1000));
+  // BSHD through strides, custom scale, no lse, gqa=false.
+  {
+    ForwardCase f = with(kF16, 64, 0, kTopLeft, 33, 33);
+    f.batch = 2;
+    f.heads_q = 4;
+    f.heads_kv = 2;
+    f.bshd = true;
+    cases.push_back(f);
+    f.dtype = kF32;
+    f.scale = 0.3;
+    cases.push_back(f);
+  }
+  {
+    ForwardCase f = with(kBF16, 96, 0, kNone, 30, 30);
+    f.lse = false;
+    f.gqa = false;
+    f.heads_q = f.heads_kv = 2;
+    cases.push_back(f);
+  }
+  // Explicit tiles (several row tiles per simdgroup, one simdgroup) and the
+  // tables of every target family.
+  for (spec::Tiles t : {spec::Tiles{64, 16, 2}, spec::Tiles{8, 8, 1}, spec::Tiles{128, 64, 4}}) {
+    ForwardCase f = with(kF16, 80, 0, kBottomRight, 70, 90);
+    f.tiles = t;
+    cases.push_back(f);
+  }
+  for (spec::Target target : {spec::Target::apple7, spec::Target::apple8, spec::Target::apple10}) {
+    ForwardCase f = with(kF16, 128, 0, kTopLeft, 70, 70);
+    f.target = target;
+    cases.push_back(f);
+  }
+  return cases;
+}
+
+class ForwardKernel : public ::testing::TestWithParam<ForwardCase> {};
+
+TEST_P(ForwardKernel, MatchesFloat64ReferenceWithNoFindings) {
+  const ForwardCase& c = GetParam();
+  const ForwardOutcome outcome = run_forward_case(c);
+  EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, ForwardKernel, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<ForwardCase>& info) {
+                           return std::to_string(info.index) + "_" + make_spec(info.param).name;
+                         });
+
+}  // namespace
+}  // namespace mfagen::test
