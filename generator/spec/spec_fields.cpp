@@ -69,7 +69,13 @@ Setter tiles(const Json& value, const Where& at) {
   Tiles t;
   t.block_q = read_block(value["block_q"], at.field("block_q"));
   t.block_k = read_block(value["block_k"], at.field("block_k"));
-  t.simdgroups = static_cast<uint32_t>(read_integer(value["simdgroups"], at.field("simdgroups"), 1, 32));
+  t.simdgroups = static_cast<uint32_t>(read_integer(value["simdgroups"], at.field("simdgroups"), 1, 1024));
+  // 32 threads each; Metal allows at most 1024 threads per threadgroup.
+  if (t.simdgroups > 32) {
+    at.field("simdgroups").fail(fmt::format(
+        "expected at most 32 simdgroups, found {}: {} threads per threadgroup exceed Metal's limit of 1024",
+        t.simdgroups, 32 * t.simdgroups));
+  }
   // Each simdgroup owns whole 8-row tiles of the query block.
   if (t.block_q % (8 * t.simdgroups) != 0) {
     at.field("block_q").fail(fmt::format(

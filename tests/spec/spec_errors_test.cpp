@@ -140,14 +140,15 @@ const BadSpec kBadSpecs[] = {
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 32.0, "simdgroups": 1}})"),
      "bad.json: kernels[0].tiles.block_k: expected a multiple of 8 in 8..1024, found 32.0"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 32, "simdgroups": 0}})"),
-     "bad.json: kernels[0].tiles.simdgroups: expected an integer in 1..32, found 0"},
+     "bad.json: kernels[0].tiles.simdgroups: expected an integer in 1..1024, found 0"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 32, "simdgroups": 33}})"),
-     "bad.json: kernels[0].tiles.simdgroups: expected an integer in 1..32, found 33"},
+     "bad.json: kernels[0].tiles.simdgroups: expected at most 32 simdgroups, found 33: 1056 threads per threadgroup "
+     "exceed Metal's limit of 1024"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 16, "block_k": 32, "simdgroups": 4}})"),
      "bad.json: kernels[0].tiles.block_q: expected a multiple of 32 (8 rows for each of the 4 "
      "simdgroups), found 16"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": [null, {"block_q": 32, "block_k": 32, "simdgroups": "4"}]})"),
-     "bad.json: kernels[0].tiles[1].simdgroups: expected an integer in 1..32, found a string"},
+     "bad.json: kernels[0].tiles[1].simdgroups: expected an integer in 1..1024, found a string"},
     // Names
     {in_set(R"({"dtype": "float16", "head_dim": 64, "name": "kernel"})"),
      R"(bad.json: kernels[0].name: expected a name that is not a C++ or Metal keyword or type, found "kernel")"},
