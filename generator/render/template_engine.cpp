@@ -29,14 +29,15 @@ std::set<std::string, std::less<>> tag_names(std::string_view text) {
 }
 
 // Mustache's "standalone" rule: a line holding only a section or comment
-// tag leaves no line behind. kainjow applies it to rendered sections only,
-// so a skipped section leaves a blank line; instead each such tag is moved to
-// the end of the line before it (or the start of the first line), where it
-// keeps its meaning and no line of its own exists.
-std::string drop_standalone_tag_lines(std::string_view text) {
-  static const std::regex standalone(R"([ \t]*(\{\{[#^/!][^}]*\}\})[ \t]*)");
+// tag leaves no line behind. kainjow applies it to rendered sections only (a
+// skipped section leaves a blank line), so mfagen applies it itself: such a
+// line is marked before rendering and every line that renders to nothing but
+// marks is removed afterwards.
+constexpr char kStandaloneMark = '\x01';
+
+std::string mark_standalone_tag_lines(std::string_view text) {
+  static const std::regex standalone(R"([ \t]*(\{\{[#^/!][^}]*\}\})[ \t]*\r?)");
   std::string out;
-  std::string pending;  // tags seen before the first line of text
   size_t begin = 0;
   while (begin < text.size()) {
     size_t end = text.find('\n', begin);
@@ -44,33 +45,44 @@ std::string drop_standalone_tag_lines(std::string_view text) {
     if (!has_newline) end = text.size();
     const std::string line(text.substr(begin, end - begin));
     std::smatch m;
-    if (has_newline && std::regex_match(line, m, standalone)) {
-      if (out.empty()) {
-        pending += m[1].str();
-      } else {
-        out.pop_back();  // the previous line's newline
-        out += m[1].str() + "\n";
-      }
-    } else {
-      out += pending + line + (has_newline ? "\n" : "");
-      pending.clear();
-    }
+    out += std::regex_match(line, m, standalone) ? kStandaloneMark + m[1].str() : line;
+    if (has_newline) out += '\n';
     begin = end + 1;
   }
-  return out + pending;
+  return out;
+}
+
+std::string drop_marked_lines(const std::string& rendered) {
+  std::string out;
+  size_t begin = 0;
+  while (begin < rendered.size()) {
+    size_t end = rendered.find('\n', begin);
+    end = end == std::string::npos ? rendered.size() : end + 1;
+    std::string_view line(rendered.data() + begin, end - begin);
+    const bool only_marks = line.find_first_not_of(std::string(1, kStandaloneMark) + "\r\n") == std::string_view::npos;
+    if (line.find(kStandaloneMark) == std::string_view::npos)
+      out += line;
+    else if (!only_marks)
+      throw std::logic_error("template: a section tag shares its line with text; put it on a line of its own");
+    begin = end;
+  }
+  return out;
 }
 
 }  // namespace
 
 std::string render_template(std::string_view name, const TemplateValues& values) {
-  const std::string_view text = template_text(name);
+  return render_template_text(template_text(name), values, name);
+}
+
+std::string render_template_text(std::string_view text, const TemplateValues& values, std::string_view name) {
   const auto names = tag_names(text);
   for (const std::string& tag : names)
     if (!values.contains(tag)) throw std::logic_error(fmt::format("template {}: no value for {{{{{}}}}}", name, tag));
   for (const auto& [key, value] : values)
     if (!names.contains(key)) throw std::logic_error(fmt::format("template {} does not use the value {}", name, key));
 
-  kainjow::mustache::mustache engine{drop_standalone_tag_lines(text)};
+  kainjow::mustache::mustache engine{mark_standalone_tag_lines(text)};
   if (!engine.is_valid()) throw std::logic_error(fmt::format("template {}: {}", name, engine.error_message()));
   engine.set_custom_escape([](const std::string& s) { return s; });
   kainjow::mustache::data data;
@@ -80,9 +92,9 @@ std::string render_template(std::string_view name, const TemplateValues& values)
     else
       data.set(key, std::get<std::string>(value));
   }
-  std::string out = engine.render(data);
+  const std::string out = engine.render(data);
   if (!engine.is_valid()) throw std::logic_error(fmt::format("template {}: {}", name, engine.error_message()));
-  return out;
+  return drop_marked_lines(out);
 }
 
 std::string template_version(std::string_view name) {

@@ -18,6 +18,8 @@ using TemplateValues = std::map<std::string, TemplateValue, std::less<>>;
 // for an unknown template, a tag without a value or a value the template
 // does not use: all are bugs in mfagen, never in the user's input.
 std::string render_template(std::string_view name, const TemplateValues& values);
+// The same for template text given directly; `label` names it in errors.
+std::string render_template_text(std::string_view text, const TemplateValues& values, std::string_view label);
 
 // A short identity of templates/<name>'s text: "<name without extension>-<8 hex>".
 std::string template_version(std::string_view name);

@@ -1,0 +1,99 @@
+// The planner's refusals: each request beyond the hardware limits (or not
+// implemented yet) gets an exact message naming the file, JSON path, kernel
+// and what to change; and the sizes it derives for valid requests.
+#include <gtest/gtest.h>
+
+#include "plan/kernel_plan.h"
+#include "spec/spec_parser.h"
+
+namespace mfagen::plan {
+namespace {
+
+// Plans every kernel of the file; returns the last plan.
+KernelPlan plan_json(const std::string& json) {
+  KernelPlan last;
+  for (const spec::KernelSpec& s : spec::parse_spec_text(json, "p.json")) last = plan_kernel(s);
+  return last;
+}
+
+struct Refusal {
+  std::string json;
+  std::string message;
+};
+
+void PrintTo(const Refusal& r, std::ostream* os) { *os << r.json; }
+
+class PlanRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(PlanRefusal, NamesFilePathAndFix) {
+  try {
+    plan_json(GetParam().json);
+    FAIL() << "planned without error: " << GetParam().json;
+  } catch (const spec::SpecError& e) {
+    EXPECT_EQ(std::string(e.what()), GetParam().message);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, PlanRefusal,
+    ::testing::Values(
+        Refusal{R"({"kernels": [{"dtype": "float32", "head_dim": 128, "tiles": {"block_q": 32, "block_k": 512, "simdgroups": 4}}]})",
+                "p.json: kernels[0].tiles.block_k: attn_fwd_f32_d128_gqa_q32k512s4: block_k 512 needs 65536 bytes of "
+                "threadgroup memory for a 32-column K/V tile of float32, over the 32768-byte limit; use block_k <= 256"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 1024, "simdgroups": 4}})",
+                "p.json: tiles.block_k: attn_fwd_f16_d64_gqa_q32k1024s4: block_k 1024 needs 65536 bytes of "
+                "threadgroup memory for a 32-column K/V tile of float16, over the 32768-byte limit; use block_k <= 512"},
+        Refusal{R"({"dtype": "float16", "head_dim": 576, "head_dim_v": 512, "tiles": {"block_q": 128, "block_k": 16, "simdgroups": 1}})",
+                "p.json: tiles: attn_fwd_f16_d576_dv512_gqa_q128k16s1: head_dim 576 / head_dim_v 512 with block_q 128, "
+                "block_k 16, simdgroups 1 keep 4416 float32 fragment values per thread (16 query row tiles per "
+                "simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
+        Refusal{R"({"dtype": "float32", "head_dim": 256, "tiles": {"block_q": 64, "block_k": 64, "simdgroups": 2}})",
+                "p.json: tiles: attn_fwd_f32_d256_gqa_q64k64s2: head_dim 256 / head_dim_v 256 with block_q 64, "
+                "block_k 64, simdgroups 2 keep 576 float32 fragment values per thread (4 query row tiles per "
+                "simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
+        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64})",
+                "p.json: kind: attn_decode_f16_d64_gqa: kind \"decode\" is not implemented yet; this version generates "
+                "\"forward\" kernels"},
+        Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"dtype": "float16", "head_dim": 64, "mask": "bool"}]})",
+                "p.json: kernels[1].mask: attn_fwd_f16_d64_gqa_mask_bool: mask \"bool\" is not implemented yet; use \"none\""},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "window": true})",
+                "p.json: window: attn_fwd_f16_d64_gqa_window: sliding windows are not implemented yet; use false"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "softcap": true})",
+                "p.json: softcap: attn_fwd_f16_d64_gqa_softcap: softcap is not implemented yet; use false"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "alibi": true})",
+                "p.json: alibi: attn_fwd_f16_d64_gqa_alibi: ALiBi is not implemented yet; use false"}));
+
+TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
+  const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");
+  EXPECT_EQ(p.block_k, 16u);
+  EXPECT_EQ(p.chunk, 288u);  // 576 columns of float32 in two balanced passes of 16 x 288 x 4 = 18 KB
+  EXPECT_EQ(p.d_passes, 2u);
+  EXPECT_EQ(p.dv_passes, 2u);
+  EXPECT_EQ(p.threadgroup_bytes, 16u * 288 * 4);
+  EXPECT_LE(p.threadgroup_bytes, kMaxThreadgroupBytes);
+}
+
+TEST(Plan, SmallHeadDimsArePaddedToWholeTiles) {
+  const KernelPlan p = plan_json(R"({"dtype": "float16", "head_dim": 20, "head_dim_v": 44, "lse": false})");
+  EXPECT_EQ(p.d_tiles, 3u);
+  EXPECT_EQ(p.dv_tiles, 6u);
+  EXPECT_EQ(p.chunk, 48u);
+  EXPECT_EQ(p.d_passes, 1u);
+  EXPECT_EQ(p.threads, 32u * p.simdgroups);
+  ASSERT_EQ(p.buffers.size(), 5u);  // no lse buffer
+  EXPECT_EQ(p.buffers.back().name, "params");
+  EXPECT_EQ(p.buffers.back().index, kParamsIndex);
+  EXPECT_TRUE(p.function_constants.empty());
+}
+
+TEST(Plan, ExplicitTilesAreKept) {
+  const KernelPlan p = plan_json(R"({"dtype": "bfloat16", "head_dim": 80, "tiles": {"block_q": 64, "block_k": 16, "simdgroups": 2}})");
+  EXPECT_FALSE(p.tiles_from_table);
+  EXPECT_EQ(p.block_q, 64u);
+  EXPECT_EQ(p.row_tiles, 4u);
+  EXPECT_EQ(p.threads, 64u);
+  EXPECT_EQ(p.fragment_floats, 2u * 4 * (10 + 10 + 2));
+}
+
+}  // namespace
+}  // namespace mfagen::plan
