@@ -21,17 +21,12 @@ std::string field_path(const spec::KernelSpec& s, std::string_view field) {
   throw spec::SpecError(s.origin.file, field_path(s, field), fmt::format("{}: {}", s.name, message));
 }
 
-// Features of DESIGN.md section 2 whose kernels do not exist yet: refused
-// with a clear error rather than generated without the feature.
+// Kinds of DESIGN.md section 2 whose kernels do not exist yet: refused with
+// a clear error rather than generated as something else.
 void refuse_unimplemented(const spec::KernelSpec& s) {
   if (s.kind != spec::Kind::forward)
     refuse(s, "kind", fmt::format("kind \"{}\" is not implemented yet; this version generates \"forward\" kernels",
                                   spec::to_string(s.kind)));
-  if (s.mask != spec::MaskKind::none)
-    refuse(s, "mask", fmt::format("mask \"{}\" is not implemented yet; use \"none\"", spec::to_string(s.mask)));
-  if (s.window) refuse(s, "window", "sliding windows are not implemented yet; use false");
-  if (s.softcap) refuse(s, "softcap", "softcap is not implemented yet; use false");
-  if (s.alibi) refuse(s, "alibi", "ALiBi is not implemented yet; use false");
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -65,6 +60,9 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   };
   if (s.lse) buffers.push_back({kLseIndex, "lse", "device float*", true});
   buffers.push_back({kParamsIndex, "params", "constant AttentionParams&", false});
+  if (s.mask == spec::MaskKind::boolean) buffers.push_back({kMaskIndex, "mask", "device const bool*", false});
+  if (s.mask == spec::MaskKind::additive) buffers.push_back({kMaskIndex, "mask", "device const " + elem + "*", false});
+  if (s.alibi) buffers.push_back({kAlibiIndex, "alibi_slopes", "device const float*", false});
   return buffers;
 }
 

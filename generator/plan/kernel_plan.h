@@ -23,7 +23,7 @@ inline constexpr uint32_t kMaxFragmentFloatsPerThread = 512;
 // One [[buffer(n)]] of the kernel, as the manifest and the runtime see it.
 struct BufferSlot {
   uint32_t index = 0;
-  std::string name;      // q, k, v, out, lse, params
+  std::string name;      // q, k, v, out, lse, params, mask, alibi_slopes
   std::string msl_type;  // "device const half*", "constant AttentionParams&"
   bool written = false;
 };
@@ -55,11 +55,12 @@ struct KernelPlan {
 };
 
 // Buffer indices of the forward kernel (fixed, so apps bind by index).
-inline constexpr uint32_t kQIndex = 0, kKIndex = 1, kVIndex = 2, kOutIndex = 3, kLseIndex = 4, kParamsIndex = 5;
+inline constexpr uint32_t kQIndex = 0, kKIndex = 1, kVIndex = 2, kOutIndex = 3, kLseIndex = 4, kParamsIndex = 5,
+                          kMaskIndex = 6, kAlibiIndex = 7;
 
 // Plans one kernel. Throws spec::SpecError (the spec's file and JSON path)
-// for requests the generator cannot honour: kinds and features not
-// implemented yet, tiles over the threadgroup-memory, thread or register limits.
+// for requests the generator cannot honour: kinds not implemented yet,
+// tiles over the threadgroup-memory, thread or register limits.
 KernelPlan plan_kernel(const spec::KernelSpec& spec);
 
 // The tile table: (block_q, block_k, simdgroups) for a head dim, element

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "render/template_engine.h"
 #include "spec/canonical.h"
 
@@ -19,6 +21,25 @@ std::string element_type(spec::DType t) {
 
 std::string number(uint32_t n) { return std::to_string(n); }
 
+// The score formula and visibility rule of the kernel, for its header comment.
+std::string score_formula(const spec::KernelSpec& s) {
+  std::string f = s.softcap ? "softcap * tanh(scale * <q_i, k_j> / softcap)" : "scale * <q_i, k_j>";
+  if (s.alibi) f += " - slope[h] * |i + offset - j|";
+  if (s.mask == spec::MaskKind::additive) f += " + mask[b,h,i,j]";
+  return f;
+}
+
+std::string visibility_rule(const spec::KernelSpec& s) {
+  std::vector<std::string> rules;
+  if (s.causal != spec::Causal::none) rules.push_back("j <= i + offset");
+  if (s.window) rules.push_back("i + offset - left <= j <= i + offset + right");
+  if (s.mask == spec::MaskKind::boolean) rules.push_back("mask[b,h,i,j]");
+  if (s.mask == spec::MaskKind::additive) rules.push_back("mask[b,h,i,j] != -inf");
+  std::string r;
+  for (const std::string& rule : rules) r += (r.empty() ? "" : " and ") + rule;
+  return r;
+}
+
 }  // namespace
 
 std::string forward_template_version() { return template_version(kForwardTemplate); }
@@ -30,12 +51,17 @@ std::string forward_kernel_hash(const plan::KernelPlan& plan) {
 std::string render_forward(const plan::KernelPlan& plan) {
   const spec::KernelSpec& s = plan.spec;
   const bool causal = s.causal != spec::Causal::none;
+  const bool has_offset = causal || s.window || s.alibi;
+  const bool mask = s.mask != spec::MaskKind::none;
+  const std::string rule = visibility_rule(s);
   TemplateValues values = {
       {"entry", plan.entry},
       {"generator_version", std::string(MFAGEN_VERSION)},
       {"template_version", forward_template_version()},
       {"canonical_spec", spec::canonical_json(s)},
       {"hash", forward_kernel_hash(plan)},
+      {"score_formula", score_formula(s)},
+      {"visibility_rule", rule},
       {"elem_type", element_type(s.dtype)},
       {"head_dim", number(s.head_dim)},
       {"head_dim_v", number(s.head_dim_v)},
@@ -51,11 +77,27 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"out_index", number(plan::kOutIndex)},
       {"lse_index", number(plan::kLseIndex)},
       {"params_index", number(plan::kParamsIndex)},
+      {"mask_index", number(plan::kMaskIndex)},
+      {"alibi_index", number(plan::kAlibiIndex)},
       {"lse", s.lse},
       {"gqa", s.gqa},
       {"causal", causal},
       {"causal_mode", std::string(spec::to_string(s.causal))},
-      {"causal_offset", s.causal == spec::Causal::bottom_right ? "int(params.seq_k) - int(params.seq_q)" : "0"},
+      {"has_offset", has_offset},
+      {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(params.seq_k) - int(params.seq_q)"},
+      {"needs_key", has_offset},
+      {"needs_distance", has_offset},
+      {"window", s.window},
+      {"softcap", s.softcap},
+      {"alibi", s.alibi},
+      {"mask", mask},
+      {"mask_bool", s.mask == spec::MaskKind::boolean},
+      {"mask_additive", s.mask == spec::MaskKind::additive},
+      {"mask_type", s.mask == spec::MaskKind::boolean ? "bool" : "elem_t"},
+      {"mask_bits_type", s.dtype == spec::DType::float32 ? "uint" : "ushort"},
+      {"mask_negative_infinity", s.dtype == spec::DType::float32    ? "0xff800000u"
+                                 : s.dtype == spec::DType::bfloat16 ? "0xff80"
+                                                                    : "0xfc00"},
   };
   return render_template(kForwardTemplate, values);
 }

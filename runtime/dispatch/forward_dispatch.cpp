@@ -5,6 +5,8 @@
 #include <limits>
 #include <string_view>
 
+#include "params_writer.h"
+
 namespace mfagen {
 namespace {
 
@@ -21,18 +23,53 @@ uint64_t checked_add(uint64_t a, uint64_t b, std::string_view what) {
   return r;
 }
 
-// Bytes from the first to one past the last element a (batch, heads, rows, cols) view touches.
+// Bytes from the first element to one past the last element a view touches.
+uint64_t span_bytes(const std::array<uint64_t, 4>& extents, const std::array<uint64_t, 4>& strides, uint64_t elem,
+                    std::string_view what) {
+  uint64_t last = 0;
+  for (int d = 0; d < 4; ++d) last = checked_add(last, checked_mul(extents[d] - 1, strides[d], what), what);
+  return checked_mul(checked_add(last, 1, what), elem, what);
+}
 uint64_t span_bytes(const Strides3& s, uint64_t batch, uint64_t heads, uint64_t rows, uint64_t cols, uint64_t elem,
                     std::string_view what) {
-  uint64_t last = checked_mul(batch - 1, s.batch, what);
-  last = checked_add(last, checked_mul(heads - 1, s.head, what), what);
-  last = checked_add(last, checked_mul(rows - 1, s.row, what), what);
-  last = checked_add(last, cols, what);
-  return checked_mul(last, elem, what);
+  return span_bytes({batch, heads, rows, cols}, {s.batch, s.head, s.row, 1}, elem, what);
 }
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw DispatchError(message);
+}
+
+void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
+  const AttentionShape& shape = call.shape;
+  require(shape.batch >= 1 && shape.heads_q >= 1 && shape.heads_kv >= 1 && shape.seq_q >= 1 && shape.seq_k >= 1,
+          "every dimension of the shape (batch, heads_q, heads_kv, seq_q, seq_k) must be at least 1");
+  require(shape.seq_q <= kMaxSeq && shape.seq_k <= kMaxSeq, "seq_q and seq_k must be below 2^31");
+  require(shape.batch <= UINT32_MAX && shape.heads_q <= UINT32_MAX && shape.heads_kv <= UINT32_MAX,
+          "batch and heads must be below 2^32 (one grid dimension each)");
+  require(shape.heads_q % shape.heads_kv == 0, "heads_q (" + std::to_string(shape.heads_q) +
+                                                   ") must be a multiple of heads_kv (" +
+                                                   std::to_string(shape.heads_kv) + ")");
+  require(kernel.gqa || shape.heads_q == shape.heads_kv,
+          "kernel " + kernel.entry + " was generated with gqa=false: heads_q (" + std::to_string(shape.heads_q) +
+              ") must equal heads_kv (" + std::to_string(shape.heads_kv) + ")");
+  require(call.scale <= 0 || std::isfinite(call.scale), "scale must be finite");
+  if (kernel.softcap)
+    require(call.softcap > 0 && std::isfinite(call.softcap),
+            "kernel " + kernel.entry + " applies a softcap: the call needs a finite softcap > 0");
+  else
+    require(call.softcap == 0, "kernel " + kernel.entry + " was generated without softcap (spec softcap=false)");
+  if (kernel.window)
+    require(call.window_left >= -1 && call.window_right >= -1 && call.window_left <= int64_t(kMaxSeq) &&
+                call.window_right <= int64_t(kMaxSeq),
+            "window sizes must be -1 (unbounded) or between 0 and 2^31-1");
+  else
+    require(call.window_left == -1 && call.window_right == -1,
+            "kernel " + kernel.entry + " was generated without a sliding window (spec window=false)");
+  if (kernel.mask == MaskInput::none)
+    require(call.mask_strides == std::array<uint64_t, 4>{},
+            "kernel " + kernel.entry + " was generated without a mask (spec mask=none)");
+  if (!kernel.alibi)
+    require(!call.alibi_per_batch, "kernel " + kernel.entry + " was generated without ALiBi (spec alibi=false)");
 }
 
 }  // namespace
@@ -48,21 +85,27 @@ ForwardStrides contiguous_bhsd(const AttentionShape& s, uint32_t d, uint32_t dv)
   return st;
 }
 
-DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const AttentionShape& shape,
-                          const ForwardStrides& strides, double scale) {
-  require(shape.batch >= 1 && shape.heads_q >= 1 && shape.heads_kv >= 1 && shape.seq_q >= 1 && shape.seq_k >= 1,
-          "every dimension of the shape (batch, heads_q, heads_kv, seq_q, seq_k) must be at least 1");
-  require(shape.seq_q <= kMaxSeq && shape.seq_k <= kMaxSeq, "seq_q and seq_k must be below 2^31");
-  require(shape.batch <= UINT32_MAX && shape.heads_q <= UINT32_MAX && shape.heads_kv <= UINT32_MAX,
-          "batch and heads must be below 2^32 (one grid dimension each)");
-  require(shape.heads_q % shape.heads_kv == 0,
-          "heads_q (" + std::to_string(shape.heads_q) + ") must be a multiple of heads_kv (" +
-              std::to_string(shape.heads_kv) + ")");
-  require(kernel.gqa || shape.heads_q == shape.heads_kv,
-          "kernel " + kernel.entry + " was generated with gqa=false: heads_q (" + std::to_string(shape.heads_q) +
-              ") must equal heads_kv (" + std::to_string(shape.heads_kv) + ")");
-  if (scale <= 0) scale = 1.0 / std::sqrt(double(kernel.head_dim));
-  require(std::isfinite(scale), "scale must be finite");
+std::array<uint64_t, 4> broadcast_strides(const std::array<uint64_t, 4>& extents) {
+  std::array<uint64_t, 4> strides{};
+  uint64_t step = 1;
+  for (int d = 3; d >= 0; --d) {
+    strides[d] = extents[d] == 1 ? 0 : step;
+    step *= extents[d];
+  }
+  return strides;
+}
+
+const BufferRequirement* DispatchPlan::buffer(std::string_view name) const {
+  for (const BufferRequirement& b : buffers)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& call) {
+  check_call(kernel, call);
+  const AttentionShape& shape = call.shape;
+  const ForwardStrides& strides = call.strides;
+  const double scale = call.scale > 0 ? call.scale : 1.0 / std::sqrt(double(kernel.head_dim));
 
   DispatchPlan plan;
   plan.entry = kernel.entry;
@@ -72,32 +115,37 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const AttentionShape&
   plan.threadgroup_bytes = kernel.threadgroup_bytes;
 
   const uint64_t e = kernel.element_bytes;
-  plan.buffers.push_back({0, "q", span_bytes(strides.q, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim, e, "q"), false});
-  plan.buffers.push_back({1, "k", span_bytes(strides.k, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim, e, "k"), false});
-  plan.buffers.push_back({2, "v", span_bytes(strides.v, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim_v, e, "v"), false});
-  plan.buffers.push_back({3, "out", span_bytes(strides.out, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim_v, e, "out"), true});
+  plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim, e, "q"), false});
+  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim, e, "k"), false});
+  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim_v, e, "v"), false});
+  plan.buffers.push_back({kForwardOut, "out", span_bytes(strides.out, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim_v, e, "out"), true});
   if (kernel.lse)
-    plan.buffers.push_back({4, "lse", span_bytes({strides.lse_batch, strides.lse_head, 1}, shape.batch, shape.heads_q, 1, shape.seq_q, 4, "lse"), true});
+    plan.buffers.push_back({kForwardLse, "lse", span_bytes({strides.lse_batch, strides.lse_head, 1}, shape.batch, shape.heads_q, 1, shape.seq_q, 4, "lse"), true});
+  if (kernel.mask != MaskInput::none)
+    plan.buffers.push_back({kForwardMask, "mask",
+                            span_bytes({shape.batch, shape.heads_q, shape.seq_q, shape.seq_k}, call.mask_strides,
+                                       kernel.mask == MaskInput::boolean ? 1 : e, "mask"),
+                            false});
+  if (kernel.alibi)
+    plan.buffers.push_back({kForwardAlibi, "alibi_slopes",
+                            checked_mul(call.alibi_per_batch ? shape.batch * shape.heads_q : shape.heads_q, 4, "alibi"),
+                            false});
 
-  ForwardParams p{};
-  const Strides3* tensors[] = {&strides.q, &strides.k, &strides.v, &strides.out};
-  uint64_t(*fields[])[3] = {&p.q_strides, &p.k_strides, &p.v_strides, &p.out_strides};
-  for (int t = 0; t < 4; ++t) {
-    (*fields[t])[0] = tensors[t]->batch;
-    (*fields[t])[1] = tensors[t]->head;
-    (*fields[t])[2] = tensors[t]->row;
-  }
-  p.lse_strides[0] = strides.lse_batch;
-  p.lse_strides[1] = strides.lse_head;
-  p.batch = uint32_t(shape.batch);
-  p.heads_q = uint32_t(shape.heads_q);
-  p.heads_kv = uint32_t(shape.heads_kv);
-  p.seq_q = uint32_t(shape.seq_q);
-  p.seq_k = uint32_t(shape.seq_k);
-  p.scale_log2 = float(scale * 1.4426950408889634);  // log2(e)
-  plan.params.resize(sizeof p);
-  std::memcpy(plan.params.data(), &p, sizeof p);
-  plan.buffers.push_back({5, "params", sizeof p, false});
+  // The fields of the kernel's AttentionParams, in its order: 8-byte fields
+  // first, then the 4-byte ones, then those of the kernel's features.
+  ParamsWriter w;
+  for (const Strides3* t : {&strides.q, &strides.k, &strides.v, &strides.out}) w.put(t->batch).put(t->head).put(t->row);
+  w.put(strides.lse_batch).put(strides.lse_head);
+  if (kernel.mask != MaskInput::none)
+    for (uint64_t s : call.mask_strides) w.put(s);
+  w.put(uint32_t(shape.batch)).put(uint32_t(shape.heads_q)).put(uint32_t(shape.heads_kv));
+  w.put(uint32_t(shape.seq_q)).put(uint32_t(shape.seq_k));
+  w.put(float(scale * 1.4426950408889634));  // scale * log2(e)
+  if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
+  if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
+  if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
+  plan.params = w.finish(8);
+  plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
   return plan;
 }
 

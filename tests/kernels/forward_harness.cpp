@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 #include <span>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "random_inputs.h"
 #include "render/render_forward.h"
 #include "spec/canonical.h"
+#include "plan/dispatch_info.h"
 
 namespace mfagen::test {
 namespace {
@@ -83,14 +86,58 @@ std::vector<float> read_tensor(const std::vector<std::byte>& buf, uint64_t b, ui
 // (B, S, H, D) in memory: strides of the BHSD view.
 Strides3 bshd_strides(uint64_t heads, uint64_t seq, uint64_t d) { return {seq * heads * d, d, heads * d}; }
 
+// The mask of a case: its extents (1 or full) and values. Hidden keys are
+// false (bool) or -inf (additive); visible additive values are small reals.
+struct MaskData {
+  std::array<uint64_t, 4> extents{};
+  std::vector<uint8_t> visible;     // per mask element
+  std::vector<double> additive;     // per mask element, rounded to the dtype
+};
+
+MaskData make_mask(const ForwardCase& c, reference::ElementType type) {
+  MaskData m;
+  const std::array<uint64_t, 4> full = {c.batch, c.heads_q, c.seq_q, c.seq_k};
+  uint64_t n = 1;
+  for (int d = 0; d < 4; ++d) n *= (m.extents[d] = c.mask_extents[d] == 1 ? 1 : full[d]);
+  const std::vector<double> noise = reference::random_tensor(n, c.seed * 7 + 5, reference::ElementType::float32);
+  const std::vector<double> values = reference::random_tensor(n, c.seed * 7 + 6, type, 2.0);
+  m.visible.resize(n);
+  m.additive.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t row = (i / m.extents[3]) % m.extents[2];
+    bool visible = true;
+    if (c.mask_fill == ForwardCase::MaskFill::all_hidden) visible = false;
+    if (c.mask_fill == ForwardCase::MaskFill::random) visible = noise[i] > -0.5 && row % 5 != 3;
+    m.visible[i] = visible;
+    m.additive[i] = visible ? values[i] : -INFINITY;
+  }
+  return m;
+}
+
+std::vector<double> make_slopes(const ForwardCase& c) {
+  std::vector<double> slopes(c.alibi_per_batch ? c.batch * c.heads_q : c.heads_q);
+  for (size_t i = 0; i < slopes.size(); ++i)
+    slopes[i] = double(float(std::exp2(-8.0 * double(i % c.heads_q + 1) / double(c.heads_q)) * (1 + i / c.heads_q)));
+  return slopes;
+}
+
 }  // namespace
 
 std::string ForwardCase::describe() const {
-  return fmt::format("{} D={} Dv={} causal={} gqa={} lse={} B={} Hq={} Hkv={} Sq={} Sk={}{}{}{}", spec::to_string(dtype),
-                     head_dim, head_dim_v ? head_dim_v : head_dim, spec::to_string(causal), gqa, lse, batch, heads_q,
-                     heads_kv, seq_q, seq_k, bshd ? " BSHD" : "",
-                     tiles ? fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups) : "",
-                     target != spec::Target::apple9 ? fmt::format(" {}", spec::to_string(target)) : "");
+  std::string d = fmt::format("{} D={} Dv={} causal={} gqa={} lse={} B={} Hq={} Hkv={} Sq={} Sk={}",
+                              spec::to_string(dtype), head_dim, head_dim_v ? head_dim_v : head_dim,
+                              spec::to_string(causal), gqa, lse, batch, heads_q, heads_kv, seq_q, seq_k);
+  if (bshd) d += " BSHD";
+  if (tiles) d += fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups);
+  if (target != spec::Target::apple9) d += fmt::format(" {}", spec::to_string(target));
+  if (scale > 0) d += fmt::format(" scale={}", scale);
+  if (mask != spec::MaskKind::none)
+    d += fmt::format(" mask={} extents=({},{},{},{}) fill={}", spec::to_string(mask), mask_extents[0], mask_extents[1],
+                     mask_extents[2], mask_extents[3], int(mask_fill));
+  if (window) d += fmt::format(" window=({},{})", window->first, window->second);
+  if (softcap > 0) d += fmt::format(" softcap={}", softcap);
+  if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
+  return d;
 }
 
 std::string ForwardOutcome::report() const {
@@ -111,6 +158,10 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.lse = c.lse;
   s.tiles = c.tiles;
   s.target = c.target;
+  s.mask = c.mask;
+  s.window = c.window.has_value();
+  s.softcap = c.softcap > 0;
+  s.alibi = c.alibi;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
   return s;
@@ -136,6 +187,20 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type);
   problem.k = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim, c.seed * 3 + 1, type);
   problem.v = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim_v, c.seed * 3 + 2, type);
+  problem.window = c.window;
+  problem.softcap = c.softcap;
+  MaskData mask;
+  if (c.mask != spec::MaskKind::none) {
+    mask = make_mask(c, type);
+    problem.mask_shape = mask.extents;
+    if (c.mask == spec::MaskKind::boolean) problem.bool_mask = mask.visible;
+    else problem.additive_mask = mask.additive;
+  }
+  std::vector<float> slopes;
+  if (c.alibi) {
+    problem.alibi_slopes = make_slopes(c);
+    slopes.assign(problem.alibi_slopes.begin(), problem.alibi_slopes.end());
+  }
 
   const AttentionShape shape{c.batch, c.heads_q, c.heads_kv, c.seq_q, c.seq_k};
   ForwardStrides strides = contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
@@ -145,9 +210,16 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     strides.v = bshd_strides(c.heads_kv, c.seq_k, plan.spec.head_dim_v);
     strides.out = bshd_strides(c.heads_q, c.seq_q, plan.spec.head_dim_v);
   }
-  const ForwardKernelInfo info{plan.entry,  spec::dtype_bytes(c.dtype), plan.spec.head_dim, plan.spec.head_dim_v,
-                               plan.block_q, plan.threads, plan.threadgroup_bytes, plan.spec.gqa, plan.spec.lse};
-  const DispatchPlan dispatch = plan_forward(info, shape, strides, c.scale);
+  const ForwardKernelInfo info = plan::forward_kernel_info(plan);
+  ForwardCall call;
+  call.shape = shape;
+  call.strides = strides;
+  call.scale = c.scale;
+  call.softcap = c.softcap;
+  if (c.window) std::tie(call.window_left, call.window_right) = *c.window;
+  if (c.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides(mask.extents);
+  call.alibi_per_batch = c.alibi_per_batch;
+  const DispatchPlan dispatch = plan_forward(info, call);
 
   std::vector<std::byte> q = device_tensor(problem.q, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type,
                                            dispatch.buffers[0].bytes);
@@ -163,8 +235,19 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   launch.threadgroups = {dispatch.threadgroups[0], dispatch.threadgroups[1], dispatch.threadgroups[2]};
   launch.threads_per_threadgroup = {dispatch.threads_per_threadgroup[0], dispatch.threads_per_threadgroup[1],
                                     dispatch.threads_per_threadgroup[2]};
-  launch.buffers = {{0, q}, {1, k}, {2, v}, {3, out}, {5, params}};
-  if (c.lse) launch.buffers.push_back({4, std::as_writable_bytes(std::span(lse))});
+  launch.buffers = {{plan::kQIndex, q}, {plan::kKIndex, k}, {plan::kVIndex, v}, {plan::kOutIndex, out},
+                    {plan::kParamsIndex, params}};
+  if (c.lse) launch.buffers.push_back({plan::kLseIndex, std::as_writable_bytes(std::span(lse))});
+  std::vector<std::byte> mask_bytes;
+  if (c.mask == spec::MaskKind::boolean) {
+    mask_bytes.resize(mask.visible.size());
+    std::memcpy(mask_bytes.data(), mask.visible.data(), mask_bytes.size());
+  } else if (c.mask == spec::MaskKind::additive) {
+    const uint64_t n = mask.additive.size();
+    mask_bytes = device_tensor(mask.additive, 1, 1, 1, n, {n, n, n}, type, n * spec::dtype_bytes(c.dtype));
+  }
+  if (c.mask != spec::MaskKind::none) launch.buffers.push_back({plan::kMaskIndex, mask_bytes});
+  if (c.alibi) launch.buffers.push_back({plan::kAlibiIndex, std::as_writable_bytes(std::span(slopes))});
   outcome.launch = cpu::launch(*module, plan.entry, launch);
 
   const reference::AttentionResult expected = reference::reference_attention(problem);

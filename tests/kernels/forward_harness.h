@@ -4,7 +4,9 @@
 // with the tolerance rule of DESIGN.md section 3.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -26,6 +28,15 @@ struct ForwardCase {
   spec::Target target = spec::Target::apple9;
   uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 16, seq_k = 16;
   double scale = 0;          // 0: default 1/sqrt(D)
+  // Features (DESIGN.md section 3); the kernel is generated with exactly these.
+  enum class MaskFill { random, all_visible, all_hidden };
+  spec::MaskKind mask = spec::MaskKind::none;
+  std::array<uint64_t, 4> mask_extents{};  // per dim 1 (broadcast) or 0 (the full size)
+  MaskFill mask_fill = MaskFill::random;   // random: ~30% hidden keys and every 5th row fully hidden
+  std::optional<std::pair<int64_t, int64_t>> window;  // (left, right), -1 unbounded
+  double softcap = 0;
+  bool alibi = false;
+  bool alibi_per_batch = false;
   bool bshd = false;         // lay q, k, v, out out as (B, S, H, D) through strides
   uint64_t seed = 1;
   std::string describe() const;

@@ -54,14 +54,9 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64})",
                 "p.json: kind: attn_decode_f16_d64_gqa: kind \"decode\" is not implemented yet; this version generates "
                 "\"forward\" kernels"},
-        Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"dtype": "float16", "head_dim": 64, "mask": "bool"}]})",
-                "p.json: kernels[1].mask: attn_fwd_f16_d64_gqa_mask_bool: mask \"bool\" is not implemented yet; use \"none\""},
-        Refusal{R"({"dtype": "float16", "head_dim": 64, "window": true})",
-                "p.json: window: attn_fwd_f16_d64_gqa_window: sliding windows are not implemented yet; use false"},
-        Refusal{R"({"dtype": "float16", "head_dim": 64, "softcap": true})",
-                "p.json: softcap: attn_fwd_f16_d64_gqa_softcap: softcap is not implemented yet; use false"},
-        Refusal{R"({"dtype": "float16", "head_dim": 64, "alibi": true})",
-                "p.json: alibi: attn_fwd_f16_d64_gqa_alibi: ALiBi is not implemented yet; use false"}));
+        Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"kind": "backward", "dtype": "float16", "head_dim": 64}]})",
+                "p.json: kernels[1].kind: attn_bwd_f16_d64_gqa: kind \"backward\" is not implemented yet; this version "
+                "generates \"forward\" kernels"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");

@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mfagen {
+
+enum class MaskInput { none, boolean, additive };
 
 // What the runtime must know about a generated forward kernel to launch it
 // (recorded in manifest.json by the generator).
@@ -25,6 +28,10 @@ struct ForwardKernelInfo {
   uint32_t threadgroup_bytes = 0; // static, declared in the kernel
   bool gqa = true;
   bool lse = true;
+  MaskInput mask = MaskInput::none;
+  bool window = false;
+  bool softcap = false;
+  bool alibi = false;
 };
 
 struct AttentionShape {
@@ -44,18 +51,22 @@ struct ForwardStrides {
 // Contiguous BHSD strides for a shape.
 ForwardStrides contiguous_bhsd(const AttentionShape& shape, uint32_t head_dim, uint32_t head_dim_v);
 
-// The kernel's `AttentionParams` (templates/attention_forward.metal.mustache),
-// byte for byte: natural alignment, 8-byte fields first.
-struct ForwardParams {
-  uint64_t q_strides[3];
-  uint64_t k_strides[3];
-  uint64_t v_strides[3];
-  uint64_t out_strides[3];
-  uint64_t lse_strides[2];
-  uint32_t batch, heads_q, heads_kv, seq_q, seq_k;
-  float scale_log2;
+// One call's runtime values beyond shape and strides. Values for features
+// the kernel was generated without must stay at their defaults.
+struct ForwardCall {
+  AttentionShape shape;
+  ForwardStrides strides;
+  double scale = 0;                 // <= 0: 1/sqrt(head_dim)
+  double softcap = 0;               // > 0 for softcap kernels
+  int64_t window_left = -1;         // window kernels: keys before the diagonal, -1 unbounded
+  int64_t window_right = -1;        // keys after the diagonal, -1 unbounded
+  std::array<uint64_t, 4> mask_strides{};  // mask kernels: element strides over (B, Hq, Sq, Sk), 0 = broadcast
+  bool alibi_per_batch = false;     // alibi kernels: slopes (B, Hq) instead of (Hq,)
 };
-static_assert(sizeof(ForwardParams) == 136, "ForwardParams must match the kernel's AttentionParams");
+
+// Element strides of a mask tensor of `extents` (each 1 or the full size of
+// (B, Hq, Sq, Sk)), contiguous, with 0 along the broadcast dimensions.
+std::array<uint64_t, 4> broadcast_strides(const std::array<uint64_t, 4>& extents);
 
 struct BufferRequirement {
   uint32_t index = 0;
@@ -70,7 +81,8 @@ struct DispatchPlan {
   std::array<uint32_t, 3> threads_per_threadgroup{1, 1, 1};
   uint32_t threadgroup_bytes = 0;
   std::vector<BufferRequirement> buffers;  // by index; includes params
-  std::vector<std::byte> params;           // contents of the params buffer
+  std::vector<std::byte> params;           // contents of the params buffer (the kernel's AttentionParams)
+  const BufferRequirement* buffer(std::string_view name) const;
 };
 
 // A call the kernel cannot run: the message names the argument and what was expected.
@@ -79,8 +91,10 @@ class DispatchError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// scale <= 0 means the default 1/sqrt(head_dim).
-DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const AttentionShape& shape, const ForwardStrides& strides,
-                          double scale = 0);
+DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& call);
+
+// Buffer indices of generated forward kernels (DESIGN.md section 8 reads them from the manifest).
+inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardOut = 3, kForwardLse = 4,
+                          kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7;
 
 }  // namespace mfagen

@@ -1,0 +1,29 @@
+#include "plan/dispatch_info.h"
+
+namespace mfagen::plan {
+
+ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
+  static_assert(kQIndex == kForwardQ && kKIndex == kForwardK && kVIndex == kForwardV && kOutIndex == kForwardOut &&
+                    kLseIndex == kForwardLse && kParamsIndex == kForwardParams && kMaskIndex == kForwardMask &&
+                    kAlibiIndex == kForwardAlibi,
+                "the planner's buffer table and the runtime's dispatch agree on indices");
+  ForwardKernelInfo info;
+  info.entry = p.entry;
+  info.element_bytes = spec::dtype_bytes(p.spec.dtype);
+  info.head_dim = p.spec.head_dim;
+  info.head_dim_v = p.spec.head_dim_v;
+  info.block_q = p.block_q;
+  info.threads = p.threads;
+  info.threadgroup_bytes = p.threadgroup_bytes;
+  info.gqa = p.spec.gqa;
+  info.lse = p.spec.lse;
+  info.mask = p.spec.mask == spec::MaskKind::boolean    ? MaskInput::boolean
+              : p.spec.mask == spec::MaskKind::additive ? MaskInput::additive
+                                                        : MaskInput::none;
+  info.window = p.spec.window;
+  info.softcap = p.spec.softcap;
+  info.alibi = p.spec.alibi;
+  return info;
+}
+
+}  // namespace mfagen::plan
