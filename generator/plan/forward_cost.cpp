@@ -5,11 +5,22 @@
 namespace mfagen::plan {
 namespace {
 
-// Keys visible to query row i: [0, end) with end = clamp(i + offset + 1, 0, seq_k) under causal masking.
-uint64_t visible_keys(const KernelPlan& plan, const CostShape& s, uint64_t row) {
-  if (plan.spec.causal == spec::Causal::none) return s.seq_k;
-  const int64_t offset = plan.spec.causal == spec::Causal::bottom_right ? int64_t(s.seq_k) - int64_t(s.seq_q) : 0;
-  return uint64_t(std::clamp<int64_t>(int64_t(row) + offset + 1, 0, int64_t(s.seq_k)));
+struct KeyRange {
+  int64_t begin = 0, end = 0;  // [begin, end), possibly empty
+};
+
+// Keys rows [first, last] may see: the kernel's loop bounds (causal and
+// window rules; masks are per key and never shrink the range).
+KeyRange visible_range(const KernelPlan& plan, const CostShape& s, int64_t first, int64_t last) {
+  const spec::KernelSpec& k = plan.spec;
+  const bool has_offset = k.causal != spec::Causal::none || k.window || k.alibi;
+  const int64_t offset = has_offset && k.causal != spec::Causal::top_left ? int64_t(s.seq_k) - int64_t(s.seq_q) : 0;
+  KeyRange r{0, int64_t(s.seq_k)};
+  if (k.causal != spec::Causal::none) r.end = std::min(r.end, last + offset + 1);
+  if (k.window && s.window_left >= 0) r.begin = std::max(r.begin, first + offset - s.window_left);
+  if (k.window && s.window_right >= 0) r.end = std::min(r.end, last + offset + s.window_right + 1);
+  r.end = std::max(r.end, r.begin);
+  return r;
 }
 
 }  // namespace
@@ -24,7 +35,10 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   c.threadgroups = q_blocks * heads;
 
   double pairs_per_head = 0;
-  for (uint64_t i = 0; i < s.seq_q; ++i) pairs_per_head += double(visible_keys(plan, s, i));
+  for (uint64_t i = 0; i < s.seq_q; ++i) {
+    const KeyRange r = visible_range(plan, s, int64_t(i), int64_t(i));
+    pairs_per_head += double(r.end - r.begin);
+  }
   c.visible_pairs = pairs_per_head * double(heads);
   c.flops = 2.0 * c.visible_pairs * double(d + dv);
 
@@ -32,15 +46,16 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   const uint64_t out_bytes = heads * s.seq_q * dv * e + (plan.spec.lse ? heads * s.seq_q * 4 : 0);
   c.min_device_bytes = q_bytes + out_bytes + s.batch * s.heads_kv * s.seq_k * (d + dv) * e;
 
-  // Per query block: the kernel walks key blocks up to the last visible key
-  // of its last row; each visited block reads its (possibly partial) keys.
+  // Per query block: the kernel walks key blocks of block_k keys from the
+  // first to the last key any of its rows sees; each visited block reads its
+  // keys up to seq_k (stage_tile loads whole blocks, also past the range).
   uint64_t kv_keys_read = 0;
   for (uint64_t b = 0; b < q_blocks; ++b) {
-    const uint64_t last_row = std::min((b + 1) * plan.block_q, s.seq_q) - 1;
-    const uint64_t key_end = visible_keys(plan, s, last_row);
-    c.key_blocks_visited += (key_end + plan.block_k - 1) / plan.block_k;
-    // stage_tile loads whole blocks (clipped at seq_k), also past key_end.
-    kv_keys_read += std::min((key_end + plan.block_k - 1) / plan.block_k * plan.block_k, s.seq_k);
+    const int64_t first = int64_t(b * plan.block_q), last = int64_t(std::min((b + 1) * plan.block_q, s.seq_q)) - 1;
+    const KeyRange r = visible_range(plan, s, first, last);
+    const uint64_t blocks = uint64_t(r.end - r.begin + plan.block_k - 1) / plan.block_k;
+    c.key_blocks_visited += blocks;
+    kv_keys_read += std::min(uint64_t(r.begin) + blocks * plan.block_k, s.seq_k) - uint64_t(r.begin);
   }
   c.key_blocks_total = q_blocks * k_blocks * heads;
   c.key_blocks_visited *= heads;

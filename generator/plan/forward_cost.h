@@ -2,7 +2,7 @@
 // device traffic (every input read once, every output written once), the
 // traffic this kernel's tiling moves (the FlashAttention IO model: K and V
 // are re-read once per query block), and how many key blocks causal
-// masking lets the kernel skip. Used by `mfagen explain` and the figures.
+// masking and sliding windows let the kernel skip. Used by `mfagen explain` and the figures.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@ namespace mfagen::plan {
 
 struct CostShape {
   uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_k = 1;
+  int64_t window_left = -1, window_right = -1;  // window kernels only; -1 unbounded
 };
 
 struct ForwardCost {

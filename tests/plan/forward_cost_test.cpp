@@ -46,3 +46,26 @@ TEST(ForwardCost, BottomRightWithMoreQueriesThanKeysHidesLeadingRows) {
 
 }  // namespace
 }  // namespace mfagen::plan
+
+namespace mfagen::plan {
+namespace {
+
+TEST(ForwardCost, SlidingWindowVisitsABandOfBlocks) {
+  spec::KernelSpec s;
+  s.dtype = spec::DType::float16;
+  s.head_dim = s.head_dim_v = 64;
+  s.window = true;
+  s.tiles = spec::Tiles{32, 32, 4};
+  s.name = "k";
+  CostShape shape{1, 1, 1, 1024, 1024};
+  shape.window_left = 64;
+  shape.window_right = 0;
+  const ForwardCost c = forward_cost(plan_kernel(s), shape);
+  // Query block b (rows 32b..32b+31) sees keys [32b - 64, 32b + 32): 1, 2, then 3 blocks.
+  EXPECT_EQ(c.key_blocks_visited, 1u + 2 + 30 * 3);
+  // Row i sees min(i, 64) + 1 keys.
+  EXPECT_DOUBLE_EQ(c.visible_pairs, 64.0 * 65 / 2 + 65.0 * (1024 - 64));
+}
+
+}  // namespace
+}  // namespace mfagen::plan
