@@ -1,0 +1,244 @@
+// `mfagen run`: execute a generated attention kernel on .npy tensors
+// (DESIGN.md section 10). The spec set is planned and rendered exactly as
+// `mfagen generate` would, the kernel for the call's shape is selected, and
+// the emitted MSL runs on the cpu backend with every detector on.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "errors.h"
+#include "io/npy.h"
+#include "mfagen/cpu/backend.h"
+#include "mfagen/forward_dispatch.h"
+#include "plan/dispatch_info.h"
+#include "plan/kernel_plan.h"
+#include "render/render_forward.h"
+#include "run_feature_inputs.h"
+#include "run_selection.h"
+#include "spec/spec_parser.h"
+#include "tensor_encoding.h"
+
+namespace mfagen::cli {
+namespace {
+
+struct RunArgs {
+  std::string spec;
+  std::string q, k, v, mask, alibi_slopes, d_out;
+  std::optional<double> scale, softcap;
+  std::optional<int64_t> window_left, window_right;
+  std::string dtype, causal;
+  std::string backend = "cpu";
+  std::string out_dir;
+  bool no_detectors = false;
+};
+
+// One input tensor: its file, values and (B, H, S, D) shape.
+struct InputTensor {
+  std::string what;  // "--q q.npy"
+  std::vector<uint64_t> shape;
+  std::vector<double> values;
+};
+
+InputTensor read_input(const std::string& option, const std::string& file) {
+  InputTensor t;
+  t.what = fmt::format("{} {}", option, file);
+  io::NpyArray array = io::read_npy(file);
+  if (array.shape.size() != 4)
+    throw UserError(fmt::format("{}: expected a 4-d (batch, heads, seq, dim) array, found shape {}", t.what,
+                                io::shape_repr(array.shape)));
+  for (uint64_t extent : array.shape)
+    if (extent == 0) throw UserError(fmt::format("{}: shape {} has an empty dimension", t.what, io::shape_repr(array.shape)));
+  t.shape = array.shape;
+  t.values = npy_values(array, t.what.c_str());
+  for (double x : t.values)
+    if (!std::isfinite(x)) throw UserError(fmt::format("{}: holds NaN or infinite values", t.what));
+  return t;
+}
+
+void require_same(const InputTensor& a, size_t da, const InputTensor& b, size_t db, const char* meaning) {
+  if (a.shape[da] != b.shape[db])
+    throw UserError(fmt::format("{} has shape {} but {} has shape {}: {} must match", a.what,
+                                io::shape_repr(a.shape), b.what, io::shape_repr(b.shape), meaning));
+}
+
+template <class Enum, size_t N>
+std::optional<Enum> parse_choice(const std::string& text, const std::array<Enum, N>& all, const char* option) {
+  if (text.empty()) return std::nullopt;
+  for (Enum e : all)
+    if (spec::to_string(e) == text) return e;
+  throw UserError(fmt::format("{} {}: not a valid value", option, text));
+}
+
+std::vector<plan::KernelPlan> plan_all(const std::string& spec_file) {
+  std::vector<plan::KernelPlan> plans;
+  for (const spec::KernelSpec& s : spec::load_spec_files({spec_file})) plans.push_back(plan::plan_kernel(s));
+  return plans;
+}
+
+void write_output(const std::filesystem::path& path, std::span<const float> values, std::vector<uint64_t> shape) {
+  try {
+    io::write_npy_atomic(path, io::NpyArray::from(values, std::move(shape)));
+  } catch (const std::system_error& e) {
+    throw UserError(fmt::format("cannot write {}: {}", path.string(), e.what()));
+  }
+}
+
+int run(const RunArgs& args) {
+  if (args.backend != "cpu") {
+    if (args.backend == "metal")
+      throw UserError("--backend metal: the Metal backend runs only on Apple platforms; this build has the cpu backend");
+    throw UserError(fmt::format("--backend {}: expected cpu or metal", args.backend));
+  }
+  if (args.scale && !(std::isfinite(*args.scale) && *args.scale > 0))
+    throw UserError(fmt::format("--scale {}: expected a finite number > 0", *args.scale));
+
+  const std::vector<plan::KernelPlan> plans = plan_all(args.spec);
+  const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
+  require_same(q, 0, k, 0, "the batch sizes");
+  require_same(k, 0, v, 0, "the batch sizes");
+  require_same(k, 1, v, 1, "the kv head counts");
+  require_same(k, 2, v, 2, "the key sequence lengths");
+  require_same(q, 3, k, 3, "head_dim (the last dimension of q and k)");
+  if (q.shape[1] % k.shape[1] != 0)
+    throw UserError(fmt::format("{} has {} heads and {} has {}: the q heads must be a multiple of the kv heads",
+                                q.what, q.shape[1], k.what, k.shape[1]));
+
+  RunRequest request;
+  request.head_dim = q.shape[3];
+  request.head_dim_v = v.shape[3];
+  request.heads_q = q.shape[1];
+  request.heads_kv = k.shape[1];
+  request.mask = !args.mask.empty();
+  request.alibi = !args.alibi_slopes.empty();
+  request.softcap = args.softcap.has_value();
+  request.window = args.window_left.has_value() || args.window_right.has_value();
+  request.backward = !args.d_out.empty();
+  request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
+  request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
+  const plan::KernelPlan& plan = select_kernel(plans, request, args.spec);
+  const spec::DType dtype = plan.spec.dtype;
+
+  const AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2]};
+  ForwardCall call;
+  call.shape = shape;
+  call.strides = contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
+  call.scale = args.scale.value_or(0);
+  call.softcap = args.softcap.value_or(0);
+  call.window_left = args.window_left.value_or(-1);
+  call.window_right = args.window_right.value_or(-1);
+  std::vector<std::byte> mask_bytes, slope_bytes;
+  if (plan.spec.mask != spec::MaskKind::none) {
+    MaskInput mask = read_mask(args.mask, plan.spec, shape);
+    call.mask_strides = broadcast_strides(mask.extents);
+    mask_bytes = std::move(mask.bytes);
+  }
+  if (plan.spec.alibi) {
+    AlibiInput slopes = read_alibi_slopes(args.alibi_slopes, shape);
+    call.alibi_per_batch = slopes.per_batch;
+    slope_bytes = std::move(slopes.bytes);
+  }
+  DispatchPlan dispatch;
+  try {
+    dispatch = plan_forward(plan::forward_kernel_info(plan), call);
+  } catch (const DispatchError& e) {
+    throw UserError(e.what());
+  }
+
+  auto rounded = [&](const InputTensor& t) {
+    std::vector<double> r(t.values.size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = round_to_element(dtype, t.values[i]);
+    return encode_elements(r, dtype);
+  };
+  std::vector<std::byte> q_bytes = rounded(q), k_bytes = rounded(k), v_bytes = rounded(v);
+  std::vector<std::byte> out_bytes(dispatch.buffer("out")->bytes);
+  std::vector<float> lse(shape.batch * shape.heads_q * shape.seq_q);
+  std::vector<std::byte> params = dispatch.params;
+
+  std::error_code ec;
+  std::filesystem::create_directories(args.out_dir, ec);
+  if (ec || !std::filesystem::is_directory(args.out_dir))
+    throw UserError(fmt::format("--out-dir {}: cannot create the directory{}", args.out_dir,
+                                ec ? ": " + ec.message() : ""));
+
+  cpu::CompileOptions options;
+  options.instrument = !args.no_detectors;
+  cpu::CompileStats compile_stats;
+  auto module = cpu::compile(render::render_forward(plan), plan.entry + ".metal", options, &compile_stats);
+  cpu::LaunchOptions launch;
+  launch.threadgroups = {dispatch.threadgroups[0], dispatch.threadgroups[1], dispatch.threadgroups[2]};
+  launch.threads_per_threadgroup = {dispatch.threads_per_threadgroup[0], 1, 1};
+  launch.buffers = {{plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes},
+                    {plan::kOutIndex, out_bytes}, {plan::kParamsIndex, params}};
+  if (plan.spec.lse) launch.buffers.push_back({plan::kLseIndex, std::as_writable_bytes(std::span(lse))});
+  if (!mask_bytes.empty()) launch.buffers.push_back({plan::kMaskIndex, mask_bytes});
+  if (!slope_bytes.empty()) launch.buffers.push_back({plan::kAlibiIndex, slope_bytes});
+  if (args.no_detectors) launch.detectors = {false, false, false, false};
+  const cpu::LaunchResult result = cpu::launch(*module, plan.entry, launch);
+  if (!result.clean()) {
+    // A finding in a generated kernel is mfagen's bug, not the user's.
+    for (const cpu::Finding& f : result.findings) fmt::print(stderr, "{}\n", f.to_string());
+    fmt::print(stderr, "mfagen run: internal error: {} detector finding(s) in generated kernel {}; no output written\n",
+               result.findings_total, plan.entry);
+    return kExitInternalError;
+  }
+
+  const std::filesystem::path dir(args.out_dir);
+  write_output(dir / "out.npy", decode_elements(out_bytes, dtype),
+               {shape.batch, shape.heads_q, shape.seq_q, plan.spec.head_dim_v});
+  if (plan.spec.lse) write_output(dir / "lse.npy", lse, {shape.batch, shape.heads_q, shape.seq_q});
+  fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the cpu backend in {:.3f} s (compile {:.2f} s{}); "
+             "wrote {}{}\n",
+             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, result.seconds,
+             compile_stats.seconds, compile_stats.cache_hit ? ", cached" : "", (dir / "out.npy").string(),
+             plan.spec.lse ? " and " + (dir / "lse.npy").string() : " (the kernel has lse: false, so no lse.npy)");
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app, CommandAction& action) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run_app = app.add_subcommand("run", "Run a generated attention kernel on .npy tensors (cpu backend)");
+  run_app->footer(
+      "SPEC.json holds one kernel or a set; the kernel is selected by the call as an app would:\n"
+      "the first kernel, in spec order, whose head_dim and head_dim_v match the last dimensions of\n"
+      "q and v, that allows the head counts (gqa), and whose features match the options given\n"
+      "(narrow it down with --dtype and --causal).\n"
+      "Inputs are .npy arrays of dtype <f4, <f2 or <f8 in BHSD layout: q (B, Hq, Sq, D),\n"
+      "k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv); values are rounded to the kernel's dtype\n"
+      "(round-to-nearest-even). Writes OUT_DIR/out.npy (<f4, (B, Hq, Sq, Dv), exact widening)\n"
+      "and OUT_DIR/lse.npy (<f4, (B, Hq, Sq), natural log) atomically.\n"
+      "Negative numbers need the --name=value form: --window-left=-1.\n\n"
+      "Example:\n"
+      "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
+  run_app->add_option("spec", args->spec, "spec file (one kernel or a set)")->required()->check(CLI::ExistingFile);
+  run_app->add_option("--q", args->q, "queries (B, Hq, Sq, D)")->required()->type_name("Q.npy");
+  run_app->add_option("--k", args->k, "keys (B, Hkv, Sk, D)")->required()->type_name("K.npy");
+  run_app->add_option("--v", args->v, "values (B, Hkv, Sk, Dv)")->required()->type_name("V.npy");
+  run_app->add_option("--mask", args->mask, "bool or additive mask broadcastable to (B, Hq, Sq, Sk)")->type_name("M.npy");
+  run_app->add_option("--alibi-slopes", args->alibi_slopes, "ALiBi slopes (Hq,) or (B, Hq)")->type_name("A.npy");
+  run_app->add_option("--scale", args->scale, "softmax scale (default 1/sqrt(D))")->type_name("X");
+  run_app->add_option("--softcap", args->softcap, "logit soft-capping value")->type_name("X");
+  run_app->add_option("--window-left", args->window_left, "sliding window: keys before the diagonal (-1: all)")->type_name("N");
+  run_app->add_option("--window-right", args->window_right, "sliding window: keys after the diagonal (-1: all)")->type_name("N");
+  run_app->add_option("--do", args->d_out, "output gradient, for backward kernels")->type_name("DO.npy");
+  run_app->add_option("--dtype", args->dtype, "only kernels of this dtype: float16, bfloat16, float32");
+  run_app->add_option("--causal", args->causal, "only kernels of this causal mode: none, top_left, bottom_right");
+  run_app->add_option("--backend", args->backend, "cpu (here) or metal (Apple platforms)")->type_name("cpu|metal");
+  run_app->add_option("--out-dir", args->out_dir, "where out.npy and lse.npy are written (created)")
+      ->required()
+      ->type_name("DIR");
+  run_app->add_flag("--no-detectors", args->no_detectors, "run without the cpu backend's detectors (faster)");
+  run_app->callback([args, &action] { action = [args] { return run(*args); }; });
+}
+
+}  // namespace mfagen::cli

@@ -1,0 +1,209 @@
+// `mfagen run` end to end: .npy tensors in, the generated kernel selected
+// from a spec set and run on the cpu backend, out.npy and lse.npy checked
+// against the float64 reference (tests/reference); and its error cases.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "attention_reference.h"
+#include "io/npy.h"
+#include "random_inputs.h"
+#include "run_process.h"
+#include "tolerance.h"
+
+namespace mfagen {
+namespace {
+
+namespace fs = std::filesystem;
+using io::NpyArray;
+using reference::ElementType;
+using ::testing::HasSubstr;
+
+constexpr const char* kSpecSet = R"({"kernels": [
+  {"dtype": "float16", "head_dim": 64, "causal": ["none", "bottom_right"]},
+  {"dtype": "bfloat16", "head_dim": 32, "head_dim_v": 16, "gqa": false},
+  {"dtype": "float32", "head_dim": 24, "lse": false}
+]})";
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (std::string("mfagen_run_cli_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "set.json") << kSpecSet;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  std::string spec() const { return (dir_ / "set.json").string(); }
+  std::string out_dir() const { return (dir_ / "out").string(); }
+
+  // A (b, h, s, d) tensor of values exact in `type`, written as `npy_dtype`.
+  std::string tensor(const std::string& name, std::vector<uint64_t> shape, uint64_t seed, ElementType type,
+                     std::vector<double>* values, const std::string& npy_dtype = "<f4") {
+    uint64_t n = 1;
+    for (uint64_t e : shape) n *= e;
+    *values = reference::random_tensor(n, seed, type);
+    NpyArray array;
+    if (npy_dtype == "<f8") {
+      array = NpyArray::from<double>(*values, shape);
+    } else {
+      std::vector<float> f(values->begin(), values->end());
+      array = NpyArray::from<float>(f, shape);
+    }
+    const fs::path path = dir_ / name;
+    io::write_npy_atomic(path, array);
+    return path.string();
+  }
+
+  test::ProcessResult mfagen(std::vector<std::string> args) {
+    args.insert(args.begin(), MFAGEN_EXE);
+    return test::run_process(args, dir_);
+  }
+
+  fs::path dir_;
+};
+
+reference::AttentionProblem problem_of(uint64_t b, uint64_t hq, uint64_t hkv, uint64_t sq, uint64_t sk, uint64_t d,
+                                       uint64_t dv, reference::CausalMode causal) {
+  reference::AttentionProblem p;
+  p.batch = b;
+  p.heads_q = hq;
+  p.heads_kv = hkv;
+  p.seq_q = sq;
+  p.seq_k = sk;
+  p.head_dim = d;
+  p.head_dim_v = dv;
+  p.causal = causal;
+  return p;
+}
+
+TEST_F(RunCli, SelectsByShapeAndMatchesTheReference) {
+  auto p = problem_of(2, 4, 2, 19, 33, 64, 64, reference::CausalMode::bottom_right);
+  const std::string q = tensor("q.npy", {2, 4, 19, 64}, 1, ElementType::float16, &p.q);
+  const std::string k = tensor("k.npy", {2, 2, 33, 64}, 2, ElementType::float16, &p.k);
+  const std::string v = tensor("v.npy", {2, 2, 33, 64}, 3, ElementType::float16, &p.v);
+  auto r = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--causal", "bottom_right", "--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f16_d64_causal_br_gqa"));
+
+  const NpyArray out = io::read_npy(fs::path(out_dir()) / "out.npy");
+  const NpyArray lse = io::read_npy(fs::path(out_dir()) / "lse.npy");
+  EXPECT_EQ(out.dtype, "<f4");
+  EXPECT_EQ(out.shape, (std::vector<uint64_t>{2, 4, 19, 64}));
+  EXPECT_EQ(lse.shape, (std::vector<uint64_t>{2, 4, 19}));
+  const auto expected = reference::reference_attention(p);
+  const auto naive = reference::naive_attention_in_dtype(p, ElementType::float16);
+  const auto verdict = reference::check_output(out.values<float>(), expected, naive, ElementType::float16, p);
+  EXPECT_TRUE(verdict.ok) << verdict.detail;
+  const auto lse_verdict = reference::check_lse(lse.values<float>(), expected, p);
+  EXPECT_TRUE(lse_verdict.ok) << lse_verdict.detail;
+}
+
+TEST_F(RunCli, FirstMatchingKernelWithoutFilters) {
+  auto p = problem_of(1, 2, 2, 9, 9, 64, 64, reference::CausalMode::none);
+  const std::string q = tensor("q.npy", {1, 2, 9, 64}, 4, ElementType::float16, &p.q);
+  const std::string k = tensor("k.npy", {1, 2, 9, 64}, 5, ElementType::float16, &p.k);
+  const std::string v = tensor("v.npy", {1, 2, 9, 64}, 6, ElementType::float16, &p.v);
+  auto r = mfagen({"run", spec(), "--q=" + q, "--k=" + k, "--v=" + v, "--out-dir=" + out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f16_d64_gqa:"));
+  const auto expected = reference::reference_attention(p);
+  const auto verdict = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
+                                               reference::naive_attention_in_dtype(p, ElementType::float16),
+                                               ElementType::float16, p);
+  EXPECT_TRUE(verdict.ok) << verdict.detail;
+}
+
+TEST_F(RunCli, RoundsFloat64InputsToTheKernelDtypeAndHandlesDvAndNoLse) {
+  // bfloat16 kernel, float64 inputs that are not bfloat16 values: the kernel
+  // must see them rounded to nearest even, as the reference does.
+  auto p = problem_of(1, 3, 3, 7, 12, 32, 16, reference::CausalMode::none);
+  std::vector<double> raw_q, raw_k, raw_v;
+  const std::string q = tensor("q.npy", {1, 3, 7, 32}, 7, ElementType::float32, &raw_q, "<f8");
+  const std::string k = tensor("k.npy", {1, 3, 12, 32}, 8, ElementType::float32, &raw_k, "<f8");
+  const std::string v = tensor("v.npy", {1, 3, 12, 16}, 9, ElementType::float32, &raw_v, "<f8");
+  for (auto [from, to] : {std::pair{&raw_q, &p.q}, {&raw_k, &p.k}, {&raw_v, &p.v}})
+    for (double x : *from) to->push_back(reference::round_to(ElementType::bfloat16, x));
+  auto r = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_bf16_d32_dv16"));
+  const auto expected = reference::reference_attention(p);
+  const auto verdict = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
+                                               reference::naive_attention_in_dtype(p, ElementType::bfloat16),
+                                               ElementType::bfloat16, p);
+  EXPECT_TRUE(verdict.ok) << verdict.detail;
+
+  // The float32 kernel has lse: false: out.npy only.
+  auto p32 = problem_of(1, 1, 1, 5, 6, 24, 24, reference::CausalMode::none);
+  const std::string q32 = tensor("q32.npy", {1, 1, 5, 24}, 10, ElementType::float32, &p32.q);
+  const std::string k32 = tensor("k32.npy", {1, 1, 6, 24}, 11, ElementType::float32, &p32.k);
+  const std::string v32 = tensor("v32.npy", {1, 1, 6, 24}, 12, ElementType::float32, &p32.v);
+  const std::string dir32 = (dir_ / "out32").string();
+  r = mfagen({"run", spec(), "--q", q32, "--k", k32, "--v", v32, "--scale", "0.5", "--out-dir", dir32});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(fs::path(dir32) / "lse.npy"));
+  p32.scale = 0.5;
+  const auto e32 = reference::reference_attention(p32);
+  const auto v32_verdict = reference::check_output(io::read_npy(fs::path(dir32) / "out.npy").values<float>(), e32,
+                                                   reference::naive_attention_in_dtype(p32, ElementType::float32),
+                                                   ElementType::float32, p32);
+  EXPECT_TRUE(v32_verdict.ok) << v32_verdict.detail;
+}
+
+TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
+  std::vector<double> x;
+  const std::string q = tensor("q.npy", {1, 4, 8, 64}, 1, ElementType::float16, &x);
+  const std::string k = tensor("k.npy", {1, 2, 8, 64}, 2, ElementType::float16, &x);
+  const std::string v = tensor("v.npy", {1, 2, 8, 64}, 3, ElementType::float16, &x);
+  const std::string k3 = tensor("k3.npy", {1, 3, 8, 64}, 2, ElementType::float16, &x);
+  const std::string v_short = tensor("v_short.npy", {1, 2, 7, 64}, 3, ElementType::float16, &x);
+  const std::string k48 = tensor("k48.npy", {1, 2, 8, 48}, 2, ElementType::float16, &x);
+  const std::string q3d = tensor("q3d.npy", {4, 8, 64}, 1, ElementType::float16, &x);
+  io::write_npy_atomic(dir_ / "qi.npy", NpyArray::from<int32_t>(std::vector<int32_t>(4 * 8 * 64), {1, 4, 8, 64}));
+  const std::string qi = (dir_ / "qi.npy").string();
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--q", q, "--k", v_short, "--v", v}, "must match"},
+      {{"--q", q, "--k", k3, "--v", k3}, "the q heads must be a multiple of the kv heads"},
+      {{"--q", q, "--k", k48, "--v", v}, "head_dim (the last dimension of q and k) must match"},
+      {{"--q", q3d, "--k", k, "--v", v}, "expected a 4-d (batch, heads, seq, dim) array, found shape (4, 8, 64)"},
+      {{"--q", qi, "--k", k, "--v", v}, "dtype <i4 is not supported; expected <f4, <f2 or <f8"},
+      {{"--q", (dir_ / "missing.npy").string(), "--k", k, "--v", v}, "missing.npy"},
+      {{"--q", q, "--k", k, "--v", v, "--dtype", "float32"}, "has no kernel for this call (head_dim 64, head_dim_v 64, 4 q heads over 2 kv heads, dtype float32)"},
+      {{"--q", q, "--k", k, "--v", v, "--mask", q}, "has no kernel for this call"},
+      {{"--q", q, "--k", k, "--v", v, "--do", q}, "dO (backward)"},
+      {{"--q", q, "--k", k, "--v", v, "--backend", "metal"}, "only on Apple platforms"},
+      {{"--q", q, "--k", k, "--v", v, "--scale=-1"}, "--scale -1: expected a finite number > 0"},
+      {{"--q", q, "--k", k, "--v", v, "--causal", "diagonal"}, "--causal diagonal: not a valid value"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"run", spec()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.insert(args.end(), {"--out-dir", out_dir()});
+    const auto r = mfagen(args);
+    EXPECT_EQ(r.exit_code, 1) << c.message << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+    EXPECT_FALSE(fs::exists(out_dir())) << c.message;
+  }
+  // A bad spec file is reported with its path.
+  std::ofstream(dir_ / "bad.json") << R"({"dtype": "float16", "head_dim": 600})";
+  const auto r = mfagen({"run", (dir_ / "bad.json").string(), "--q", q, "--k", k, "--v", v, "--out-dir", out_dir()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("bad.json: head_dim: expected an integer in 1..576, found 600"));
+}
+
+}  // namespace
+}  // namespace mfagen
