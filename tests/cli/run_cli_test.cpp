@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -26,6 +27,8 @@ using ::testing::HasSubstr;
 
 constexpr const char* kSpecSet = R"({"kernels": [
   {"dtype": "float16", "head_dim": 64, "causal": ["none", "bottom_right"]},
+  {"dtype": "float16", "head_dim": 16, "mask": "additive", "softcap": true, "alibi": true, "window": true},
+  {"dtype": "float32", "head_dim": 16, "mask": "bool", "causal": "top_left"},
   {"dtype": "bfloat16", "head_dim": 32, "head_dim_v": 16, "gqa": false},
   {"dtype": "float32", "head_dim": 24, "lse": false}
 ]})";
@@ -157,6 +160,77 @@ TEST_F(RunCli, RoundsFloat64InputsToTheKernelDtypeAndHandlesDvAndNoLse) {
                                                    reference::naive_attention_in_dtype(p32, ElementType::float32),
                                                    ElementType::float32, p32);
   EXPECT_TRUE(v32_verdict.ok) << v32_verdict.detail;
+}
+
+TEST_F(RunCli, FeaturesMaskSoftcapAlibiWindow) {
+  // Additive mask (1, 1, Sq, Sk) with -inf, per-head slopes, softcap and a window.
+  auto p = problem_of(2, 2, 1, 6, 11, 16, 16, reference::CausalMode::none);
+  const std::string q = tensor("q.npy", {2, 2, 6, 16}, 21, ElementType::float16, &p.q);
+  const std::string k = tensor("k.npy", {2, 1, 11, 16}, 22, ElementType::float16, &p.k);
+  const std::string v = tensor("v.npy", {2, 1, 11, 16}, 23, ElementType::float16, &p.v);
+  std::vector<double> mask_values;
+  tensor("m_raw.npy", {1, 1, 6, 11}, 24, ElementType::float16, &mask_values);
+  for (size_t i = 0; i < mask_values.size(); i += 4) mask_values[i] = -INFINITY;
+  for (size_t j = 0; j < 11; ++j) mask_values[2 * 11 + j] = -INFINITY;  // row 2 sees nothing
+  const std::vector<float> mask_f(mask_values.begin(), mask_values.end());
+  io::write_npy_atomic(dir_ / "mask.npy", NpyArray::from<float>(mask_f, {1, 1, 6, 11}));
+  const std::vector<float> slopes = {0.5f, 0.25f};
+  io::write_npy_atomic(dir_ / "slopes.npy", NpyArray::from<float>(slopes, {2}));
+  auto r = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--mask", (dir_ / "mask.npy").string(),
+                   "--alibi-slopes", (dir_ / "slopes.npy").string(), "--softcap", "4", "--window-left=3",
+                   "--window-right=-1", "--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f16_d16_gqa_mask_add_window_softcap_alibi"));
+  p.additive_mask = mask_values;
+  p.mask_shape = {1, 1, 6, 11};
+  p.alibi_slopes = {0.5, 0.25};
+  p.softcap = 4;
+  p.window = {{3, -1}};
+  const auto expected = reference::reference_attention(p);
+  const auto verdict = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
+                                               reference::naive_attention_in_dtype(p, ElementType::float16),
+                                               ElementType::float16, p);
+  EXPECT_TRUE(verdict.ok) << verdict.detail;
+  const auto lse = reference::check_lse(io::read_npy(fs::path(out_dir()) / "lse.npy").values<float>(), expected, p);
+  EXPECT_TRUE(lse.ok) << lse.detail;
+
+  // A bool mask (B, 1, Sq, Sk) on the causal float32 kernel.
+  auto pb = problem_of(2, 3, 3, 5, 7, 16, 16, reference::CausalMode::top_left);
+  const std::string qb = tensor("qb.npy", {2, 3, 5, 16}, 25, ElementType::float32, &pb.q);
+  const std::string kb = tensor("kb.npy", {2, 3, 7, 16}, 26, ElementType::float32, &pb.k);
+  const std::string vb = tensor("vb.npy", {2, 3, 7, 16}, 27, ElementType::float32, &pb.v);
+  NpyArray bool_mask;
+  bool_mask.dtype = "|b1";
+  bool_mask.shape = {2, 1, 5, 7};
+  for (uint64_t i = 0; i < 70; ++i) {
+    const bool visible = (i * 7 + 3) % 5 != 0;
+    bool_mask.data.push_back(std::byte{visible});
+    pb.bool_mask.push_back(visible);
+  }
+  pb.mask_shape = {2, 1, 5, 7};
+  io::write_npy_atomic(dir_ / "bmask.npy", bool_mask);
+  const std::string dirb = (dir_ / "outb").string();
+  r = mfagen({"run", spec(), "--q", qb, "--k", kb, "--v", vb, "--mask", (dir_ / "bmask.npy").string(), "--out-dir", dirb});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto eb = reference::reference_attention(pb);
+  const auto vb_verdict = reference::check_output(io::read_npy(fs::path(dirb) / "out.npy").values<float>(), eb,
+                                                  reference::naive_attention_in_dtype(pb, ElementType::float32),
+                                                  ElementType::float32, pb);
+  EXPECT_TRUE(vb_verdict.ok) << vb_verdict.detail;
+
+  // Feature inputs that do not fit.
+  const std::vector<float> wrong_slopes = {1, 2, 3};
+  io::write_npy_atomic(dir_ / "slopes3.npy", NpyArray::from<float>(wrong_slopes, {3}));
+  const auto bad = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--mask", (dir_ / "mask.npy").string(),
+                           "--alibi-slopes", (dir_ / "slopes3.npy").string(), "--softcap", "4", "--window-left=3", "--out-dir",
+                           (dir_ / "bad").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("expected shape (2,) or (2, 2), found (3,)"));
+  const auto bad_mask = mfagen({"run", spec(), "--q", qb, "--k", kb, "--v", vb, "--mask", (dir_ / "mask.npy").string(),
+                                "--out-dir", (dir_ / "bad").string()});
+  EXPECT_EQ(bad_mask.exit_code, 1);
+  EXPECT_THAT(bad_mask.err, HasSubstr("does not broadcast to (B, Hq, Sq, Sk) = (2, 3, 5, 7)"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
 TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
