@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +19,7 @@
 #include "errors.h"
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
+#include "mfagen/cpu/execute_dispatch.h"
 #include "mfagen/forward_dispatch.h"
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
@@ -161,7 +163,6 @@ int run(const RunArgs& args) {
   std::vector<std::byte> q_bytes = rounded(q), k_bytes = rounded(k), v_bytes = rounded(v);
   std::vector<std::byte> out_bytes(dispatch.buffer("out")->bytes);
   std::vector<float> lse(shape.batch * shape.heads_q * shape.seq_q);
-  std::vector<std::byte> params = dispatch.params;
 
   std::error_code ec;
   std::filesystem::create_directories(args.out_dir, ec);
@@ -173,21 +174,20 @@ int run(const RunArgs& args) {
   options.instrument = !args.no_detectors;
   cpu::CompileStats compile_stats;
   auto module = cpu::compile(render::render_forward(plan), plan.entry + ".metal", options, &compile_stats);
-  cpu::LaunchOptions launch;
-  launch.threadgroups = {dispatch.threadgroups[0], dispatch.threadgroups[1], dispatch.threadgroups[2]};
-  launch.threads_per_threadgroup = {dispatch.threads_per_threadgroup[0], 1, 1};
-  launch.buffers = {{plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes},
-                    {plan::kOutIndex, out_bytes}, {plan::kParamsIndex, params}};
-  if (plan.spec.lse) launch.buffers.push_back({plan::kLseIndex, std::as_writable_bytes(std::span(lse))});
-  if (!mask_bytes.empty()) launch.buffers.push_back({plan::kMaskIndex, mask_bytes});
-  if (!slope_bytes.empty()) launch.buffers.push_back({plan::kAlibiIndex, slope_bytes});
-  if (args.no_detectors) launch.detectors = {false, false, false, false};
-  const cpu::LaunchResult result = cpu::launch(*module, plan.entry, launch);
+  std::map<uint32_t, std::span<std::byte>> tensors = {
+      {plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes}, {plan::kOutIndex, out_bytes}};
+  if (plan.spec.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
+  if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
+  if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
+  cpu::Detectors detectors;
+  if (args.no_detectors) detectors = {false, false, false, false};
+  const cpu::DispatchResult result = cpu::execute(*module, dispatch, tensors, detectors);
   if (!result.clean()) {
     // A finding in a generated kernel is mfagen's bug, not the user's.
-    for (const cpu::Finding& f : result.findings) fmt::print(stderr, "{}\n", f.to_string());
+    for (const cpu::LaunchResult& l : result.launches)
+      for (const cpu::Finding& f : l.findings) fmt::print(stderr, "{}\n", f.to_string());
     fmt::print(stderr, "mfagen run: internal error: {} detector finding(s) in generated kernel {}; no output written\n",
-               result.findings_total, plan.entry);
+               result.findings_total(), plan.entry);
     return kExitInternalError;
   }
 
@@ -197,7 +197,7 @@ int run(const RunArgs& args) {
   if (plan.spec.lse) write_output(dir / "lse.npy", lse, {shape.batch, shape.heads_q, shape.seq_q});
   fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the cpu backend in {:.3f} s (compile {:.2f} s{}); "
              "wrote {}{}\n",
-             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, result.seconds,
+             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, result.seconds(),
              compile_stats.seconds, compile_stats.cache_hit ? ", cached" : "", (dir / "out.npy").string(),
              plan.spec.lse ? " and " + (dir / "lse.npy").string() : " (the kernel has lse: false, so no lse.npy)");
   return kExitOk;

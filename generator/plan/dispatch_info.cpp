@@ -5,7 +5,8 @@ namespace mfagen::plan {
 ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   static_assert(kQIndex == kForwardQ && kKIndex == kForwardK && kVIndex == kForwardV && kOutIndex == kForwardOut &&
                     kLseIndex == kForwardLse && kParamsIndex == kForwardParams && kMaskIndex == kForwardMask &&
-                    kAlibiIndex == kForwardAlibi,
+                    kAlibiIndex == kForwardAlibi && kOutPartialIndex == kForwardOutPartial &&
+                    kLsePartialIndex == kForwardLsePartial,
                 "the planner's buffer table and the runtime's dispatch agree on indices");
   ForwardKernelInfo info;
   info.entry = p.entry;
@@ -13,6 +14,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.head_dim = p.spec.head_dim;
   info.head_dim_v = p.spec.head_dim_v;
   info.block_q = p.block_q;
+  info.block_k = p.block_k;
   info.threads = p.threads;
   info.threadgroup_bytes = p.threadgroup_bytes;
   info.gqa = p.spec.gqa;
@@ -23,6 +25,8 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.window = p.spec.window;
   info.softcap = p.spec.softcap;
   info.alibi = p.spec.alibi;
+  info.decode = p.spec.kind == spec::Kind::decode;
+  info.combine_entry = p.combine_entry;
   return info;
 }
 

@@ -47,15 +47,15 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   c.min_device_bytes = q_bytes + out_bytes + s.batch * s.heads_kv * s.seq_k * (d + dv) * e;
 
   // Per query block: the kernel walks key blocks of block_k keys from the
-  // first to the last key any of its rows sees; each visited block reads its
-  // keys up to seq_k (stage_tile loads whole blocks, also past the range).
+  // first to the last key any of its rows sees, and reads exactly the keys of
+  // that range (stage_tile zero-fills the rest of the last block).
   uint64_t kv_keys_read = 0;
   for (uint64_t b = 0; b < q_blocks; ++b) {
     const int64_t first = int64_t(b * plan.block_q), last = int64_t(std::min((b + 1) * plan.block_q, s.seq_q)) - 1;
     const KeyRange r = visible_range(plan, s, first, last);
     const uint64_t blocks = uint64_t(r.end - r.begin + plan.block_k - 1) / plan.block_k;
     c.key_blocks_visited += blocks;
-    kv_keys_read += std::min(uint64_t(r.begin) + blocks * plan.block_k, s.seq_k) - uint64_t(r.begin);
+    kv_keys_read += uint64_t(r.end - r.begin);
   }
   c.key_blocks_total = q_blocks * k_blocks * heads;
   c.key_blocks_visited *= heads;

@@ -24,9 +24,8 @@ std::string field_path(const spec::KernelSpec& s, std::string_view field) {
 // Kinds of DESIGN.md section 2 whose kernels do not exist yet: refused with
 // a clear error rather than generated as something else.
 void refuse_unimplemented(const spec::KernelSpec& s) {
-  if (s.kind != spec::Kind::forward)
-    refuse(s, "kind", fmt::format("kind \"{}\" is not implemented yet; this version generates \"forward\" kernels",
-                                  spec::to_string(s.kind)));
+  if (s.kind == spec::Kind::backward)
+    refuse(s, "kind", "kind \"backward\" is not implemented yet; this version generates \"forward\" and \"decode\" kernels");
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -63,6 +62,10 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   if (s.mask == spec::MaskKind::boolean) buffers.push_back({kMaskIndex, "mask", "device const bool*", false});
   if (s.mask == spec::MaskKind::additive) buffers.push_back({kMaskIndex, "mask", "device const " + elem + "*", false});
   if (s.alibi) buffers.push_back({kAlibiIndex, "alibi_slopes", "device const float*", false});
+  if (s.kind == spec::Kind::decode) {
+    buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
+    buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
+  }
   return buffers;
 }
 
@@ -73,8 +76,11 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   KernelPlan p;
   p.spec = s;
   p.entry = s.name;
+  if (s.kind == spec::Kind::decode) p.combine_entry = s.name + "_combine";
   p.tiles_from_table = !s.tiles.has_value();
-  const spec::Tiles tiles = s.tiles.value_or(table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
+  const spec::Tiles tiles = s.tiles.value_or(s.kind == spec::Kind::decode
+                                                 ? decode_table_tiles(s.head_dim, s.head_dim_v)
+                                                 : table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
   p.block_q = tiles.block_q;
   p.block_k = tiles.block_k;
   p.simdgroups = tiles.simdgroups;

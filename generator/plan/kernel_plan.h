@@ -26,6 +26,7 @@ struct BufferSlot {
   std::string name;      // q, k, v, out, lse, params, mask, alibi_slopes
   std::string msl_type;  // "device const half*", "constant AttentionParams&"
   bool written = false;
+  bool scratch = false;  // allocated by the runtime for one call (decode partials), not a user tensor
 };
 
 struct FunctionConstantSlot {
@@ -37,6 +38,7 @@ struct FunctionConstantSlot {
 struct KernelPlan {
   spec::KernelSpec spec;
   std::string entry;            // the kernel function's name (= spec.name)
+  std::string combine_entry;    // decode: the kernel merging the key splits (spec.name + "_combine"); else empty
   uint32_t block_q = 0;         // query rows per threadgroup
   uint32_t block_k = 0;         // keys per step
   uint32_t simdgroups = 0;
@@ -57,6 +59,8 @@ struct KernelPlan {
 // Buffer indices of the forward kernel (fixed, so apps bind by index).
 inline constexpr uint32_t kQIndex = 0, kKIndex = 1, kVIndex = 2, kOutIndex = 3, kLseIndex = 4, kParamsIndex = 5,
                           kMaskIndex = 6, kAlibiIndex = 7;
+// Decode kernels' scratch buffers: one partial out and lse per key split.
+inline constexpr uint32_t kOutPartialIndex = 8, kLsePartialIndex = 9;
 
 // Plans one kernel. Throws spec::SpecError (the spec's file and JSON path)
 // for requests the generator cannot honour: kinds not implemented yet,
@@ -66,5 +70,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& spec);
 // The tile table: (block_q, block_k, simdgroups) for a head dim, element
 // size and target family when the spec gives no tiles.
 spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target);
+// Decode kernels: rows are the few queries of a GQA group, so small query blocks.
+spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v);
 
 }  // namespace mfagen::plan

@@ -20,4 +20,11 @@ spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtyp
   return spec::Tiles{16, 16, 2};
 }
 
+spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
+  // 16 rows (two simdgroups of one 8-row tile) hold a GQA group of 8 heads
+  // for two queries, or 16 queries of one head; the key loop is split over
+  // threadgroups instead of making blocks taller.
+  return std::max(head_dim, head_dim_v) <= 256 ? spec::Tiles{16, 32, 2} : spec::Tiles{16, 16, 2};
+}
+
 }  // namespace mfagen::plan

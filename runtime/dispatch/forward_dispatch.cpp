@@ -1,5 +1,6 @@
 #include "mfagen/forward_dispatch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -70,6 +71,22 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
             "kernel " + kernel.entry + " was generated without a mask (spec mask=none)");
   if (!kernel.alibi)
     require(!call.alibi_per_batch, "kernel " + kernel.entry + " was generated without ALiBi (spec alibi=false)");
+  if (kernel.decode)
+    require(shape.seq_q <= kMaxDecodeQueries, "kernel " + kernel.entry + " is a decode kernel: seq_q (" +
+                                                  std::to_string(shape.seq_q) + ") must be at most " +
+                                                  std::to_string(kMaxDecodeQueries) + "; use a forward kernel");
+  else
+    require(call.splits == 0, "kernel " + kernel.entry + " is not a decode kernel: it takes no key splits");
+}
+
+// Decode: enough threadgroups to fill a large Apple GPU (up to 40 cores, a
+// few threadgroups each) without splits shorter than 256 keys, whose partial
+// results would cost more to merge than they save.
+uint32_t choose_splits(uint64_t seq_k, uint64_t other_threadgroups) {
+  constexpr uint64_t kTargetThreadgroups = 128, kMinKeysPerSplit = 256;
+  const uint64_t wanted = (kTargetThreadgroups + other_threadgroups - 1) / other_threadgroups;
+  const uint64_t most = (seq_k + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
+  return uint32_t(std::max<uint64_t>(1, std::min(wanted, most)));
 }
 
 }  // namespace
@@ -108,12 +125,6 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   const double scale = call.scale > 0 ? call.scale : 1.0 / std::sqrt(double(kernel.head_dim));
 
   DispatchPlan plan;
-  plan.entry = kernel.entry;
-  plan.threadgroups = {uint32_t((shape.seq_q + kernel.block_q - 1) / kernel.block_q), uint32_t(shape.heads_q),
-                       uint32_t(shape.batch)};
-  plan.threads_per_threadgroup = {kernel.threads, 1, 1};
-  plan.threadgroup_bytes = kernel.threadgroup_bytes;
-
   const uint64_t e = kernel.element_bytes;
   plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim, e, "q"), false});
   plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim, e, "k"), false});
@@ -131,6 +142,21 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
                             checked_mul(call.alibi_per_batch ? shape.batch * shape.heads_q : shape.heads_q, 4, "alibi"),
                             false});
 
+  // Decode: the rows of a GQA group share threadgroups; keys are split.
+  uint32_t splits = 0, split_keys = 0, row_blocks = 0;
+  if (kernel.decode) {
+    const uint64_t rows = shape.heads_q / shape.heads_kv * shape.seq_q;
+    row_blocks = uint32_t((rows + kernel.block_q - 1) / kernel.block_q);
+    splits = call.splits ? call.splits : choose_splits(shape.seq_k, shape.batch * shape.heads_kv * row_blocks);
+    require(splits <= shape.seq_k, "splits (" + std::to_string(splits) + ") must be at most seq_k");
+    split_keys = uint32_t((shape.seq_k + splits - 1) / splits);
+    split_keys = (split_keys + kernel.block_k - 1) / kernel.block_k * kernel.block_k;
+    splits = uint32_t((shape.seq_k + split_keys - 1) / split_keys);  // no empty split
+    const uint64_t slots = checked_mul(checked_mul(shape.batch * shape.heads_q, shape.seq_q, "partials"), splits, "partials");
+    plan.buffers.push_back({kForwardOutPartial, "out_partial", checked_mul(slots, uint64_t(kernel.head_dim_v) * 4, "partials"), true, true});
+    plan.buffers.push_back({kForwardLsePartial, "lse_partial", checked_mul(slots, 4, "partials"), true, true});
+  }
+
   // The fields of the kernel's AttentionParams, in its order: 8-byte fields
   // first, then the 4-byte ones, then those of the kernel's features.
   ParamsWriter w;
@@ -144,8 +170,41 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
   if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
+  if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
   plan.params = w.finish(8);
   plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
+
+  // The launches and the buffers each binds.
+  auto indices = [&](bool combine) {
+    std::vector<uint32_t> used;
+    for (const BufferRequirement& b : plan.buffers) {
+      const bool inputs = b.index == kForwardQ || b.index == kForwardK || b.index == kForwardV ||
+                          b.index == kForwardMask || b.index == kForwardAlibi;
+      const bool outputs = b.index == kForwardOut || b.index == kForwardLse;
+      if (b.index == kForwardParams || b.scratch || (combine ? outputs : inputs || (!kernel.decode && outputs)))
+        used.push_back(b.index);
+    }
+    return used;
+  };
+  KernelLaunch main;
+  main.entry = kernel.entry;
+  main.threads_per_threadgroup = {kernel.threads, 1, 1};
+  main.threadgroup_bytes = kernel.threadgroup_bytes;
+  main.buffers = indices(false);
+  if (!kernel.decode) {
+    main.threadgroups = {uint32_t((shape.seq_q + kernel.block_q - 1) / kernel.block_q), uint32_t(shape.heads_q),
+                         uint32_t(shape.batch)};
+    plan.launches.push_back(main);
+  } else {
+    main.threadgroups = {splits, uint32_t(shape.heads_kv * row_blocks), uint32_t(shape.batch)};
+    plan.launches.push_back(main);
+    KernelLaunch combine;
+    combine.entry = kernel.combine_entry;
+    combine.threadgroups = {uint32_t(shape.seq_q), uint32_t(shape.heads_q), uint32_t(shape.batch)};
+    combine.threads_per_threadgroup = {32, 1, 1};
+    combine.buffers = indices(true);
+    plan.launches.push_back(combine);
+  }
   return plan;
 }
 

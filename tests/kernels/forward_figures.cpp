@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
     if (c.window) std::tie(shape.window_left, shape.window_right) = *c.window;
     const plan::ForwardCost cost = plan::forward_cost(plan, shape);
     uint64_t counted = 0;  // q, k, v read; out, lse written (the params buffer is not tensor traffic)
-    for (const cpu::BufferTraffic& t : outcome.launch.traffic)
-      if (t.index != plan::kParamsIndex) counted += t.bytes_read + t.bytes_written;
+    for (const auto& [index, t] : outcome.dispatch.traffic())
+      if (index != plan::kParamsIndex) counted += t.bytes_read + t.bytes_written;
     const std::string label = fmt::format("{}{}", spec::to_string(row.causal),
                                           c.window ? fmt::format(" w({},{})", c.window->first, c.window->second) : "");
     fmt::print("{:<22} {:>14} {:>14} {:>14} {:>8.3f} {:>7}/{:<8} {:>8.1f}% {:>9.1f}% {:>5}\n", label, counted,

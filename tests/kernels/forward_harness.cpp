@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <tuple>
 #include <span>
 #include <vector>
@@ -137,6 +138,7 @@ std::string ForwardCase::describe() const {
   if (window) d += fmt::format(" window=({},{})", window->first, window->second);
   if (softcap > 0) d += fmt::format(" softcap={}", softcap);
   if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
+  if (kind == spec::Kind::decode) d += fmt::format(" decode splits={}", splits ? std::to_string(splits) : "auto");
   return d;
 }
 
@@ -144,7 +146,8 @@ std::string ForwardOutcome::report() const {
   std::string r = fmt::format("out: {} (max error {:.3g}, naive {:.3g}, bound {:.3g}) {}\nlse: {} {}\n",
                               out.ok ? "ok" : "FAIL", out.max_abs_error, out.naive_error, out.bound, out.detail,
                               lse.ok ? "ok" : "FAIL", lse.detail);
-  for (const cpu::Finding& f : launch.findings) r += f.to_string() + "\n";
+  for (const cpu::LaunchResult& l : dispatch.launches)
+    for (const cpu::Finding& f : l.findings) r += f.to_string() + "\n";
   return r;
 }
 
@@ -162,6 +165,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.window = c.window.has_value();
   s.softcap = c.softcap > 0;
   s.alibi = c.alibi;
+  s.kind = c.kind;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
   return s;
@@ -219,25 +223,20 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   if (c.window) std::tie(call.window_left, call.window_right) = *c.window;
   if (c.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides(mask.extents);
   call.alibi_per_batch = c.alibi_per_batch;
+  call.splits = c.splits;
   const DispatchPlan dispatch = plan_forward(info, call);
 
   std::vector<std::byte> q = device_tensor(problem.q, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type,
-                                           dispatch.buffers[0].bytes);
+                                           dispatch.buffer("q")->bytes);
   std::vector<std::byte> k = device_tensor(problem.k, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k, type,
-                                           dispatch.buffers[1].bytes);
+                                           dispatch.buffer("k")->bytes);
   std::vector<std::byte> v = device_tensor(problem.v, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v,
-                                           type, dispatch.buffers[2].bytes);
-  std::vector<std::byte> out(dispatch.buffers[3].bytes, std::byte{0x7f});  // garbage: every element must be written
+                                           type, dispatch.buffer("v")->bytes);
+  std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every element must be written
   std::vector<float> lse(c.batch * c.heads_q * c.seq_q, 12345.0f);
-  std::vector<std::byte> params = dispatch.params;
-
-  cpu::LaunchOptions launch;
-  launch.threadgroups = {dispatch.threadgroups[0], dispatch.threadgroups[1], dispatch.threadgroups[2]};
-  launch.threads_per_threadgroup = {dispatch.threads_per_threadgroup[0], dispatch.threads_per_threadgroup[1],
-                                    dispatch.threads_per_threadgroup[2]};
-  launch.buffers = {{plan::kQIndex, q}, {plan::kKIndex, k}, {plan::kVIndex, v}, {plan::kOutIndex, out},
-                    {plan::kParamsIndex, params}};
-  if (c.lse) launch.buffers.push_back({plan::kLseIndex, std::as_writable_bytes(std::span(lse))});
+  std::map<uint32_t, std::span<std::byte>> tensors = {
+      {plan::kQIndex, q}, {plan::kKIndex, k}, {plan::kVIndex, v}, {plan::kOutIndex, out}};
+  if (c.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   std::vector<std::byte> mask_bytes;
   if (c.mask == spec::MaskKind::boolean) {
     mask_bytes.resize(mask.visible.size());
@@ -246,14 +245,18 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     const uint64_t n = mask.additive.size();
     mask_bytes = device_tensor(mask.additive, 1, 1, 1, n, {n, n, n}, type, n * spec::dtype_bytes(c.dtype));
   }
-  if (c.mask != spec::MaskKind::none) launch.buffers.push_back({plan::kMaskIndex, mask_bytes});
-  if (c.alibi) launch.buffers.push_back({plan::kAlibiIndex, std::as_writable_bytes(std::span(slopes))});
-  outcome.launch = cpu::launch(*module, plan.entry, launch);
+  if (c.mask != spec::MaskKind::none) tensors[plan::kMaskIndex] = mask_bytes;
+  if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slopes));
+  outcome.dispatch = cpu::execute(*module, dispatch, tensors);
 
   const reference::AttentionResult expected = reference::reference_attention(problem);
   const reference::AttentionResult naive = reference::naive_attention_in_dtype(problem, type);
   const std::vector<float> got = read_tensor(out, c.batch, c.heads_q, c.seq_q, problem.head_dim_v, strides.out, type);
   outcome.out = reference::check_output(got, expected, naive, type, problem);
+  outcome.out_values = got;
+  outcome.lse_values = lse;
+  for (const KernelLaunch& l : dispatch.launches)
+    if (l.entry == plan.entry && plan.spec.kind == spec::Kind::decode) outcome.splits = l.threadgroups[0];
   outcome.lse = c.lse ? reference::check_lse(lse, expected, problem) : reference::ToleranceVerdict{true, 0, 0, 0, "no lse"};
   return outcome;
 }

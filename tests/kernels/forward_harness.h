@@ -7,11 +7,13 @@
 #include <array>
 #include <cstdint>
 #include <utility>
+#include <vector>
 #include <optional>
 #include <ostream>
 #include <string>
 
 #include "mfagen/cpu/backend.h"
+#include "mfagen/cpu/execute_dispatch.h"
 #include "spec/kernel_spec.h"
 #include "tolerance.h"
 
@@ -37,6 +39,8 @@ struct ForwardCase {
   double softcap = 0;
   bool alibi = false;
   bool alibi_per_batch = false;
+  spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16)
+  uint32_t splits = 0;                    // decode: 0 = chosen from the shape
   bool bshd = false;         // lay q, k, v, out out as (B, S, H, D) through strides
   uint64_t seed = 1;
   std::string describe() const;
@@ -45,9 +49,12 @@ struct ForwardCase {
 struct ForwardOutcome {
   reference::ToleranceVerdict out;
   reference::ToleranceVerdict lse;  // ok when the kernel has no lse
-  cpu::LaunchResult launch;
+  cpu::DispatchResult dispatch;
+  uint32_t splits = 0;             // decode: the key splits the dispatch used
+  std::vector<float> out_values;   // (B, Hq, Sq, Dv) as the kernel wrote them
+  std::vector<float> lse_values;   // (B, Hq, Sq)
   std::string kernel_source;
-  bool ok() const { return out.ok && lse.ok && launch.clean(); }
+  bool ok() const { return out.ok && lse.ok && dispatch.clean(); }
   std::string report() const;  // verdicts and findings, for test failure messages
 };
 

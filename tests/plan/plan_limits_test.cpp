@@ -51,12 +51,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "p.json: tiles: attn_fwd_f32_d256_gqa_q64k64s2: head_dim 256 / head_dim_v 256 with block_q 64, "
                 "block_k 64, simdgroups 2 keep 576 float32 fragment values per thread (4 query row tiles per "
                 "simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
-        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64})",
-                "p.json: kind: attn_decode_f16_d64_gqa: kind \"decode\" is not implemented yet; this version generates "
-                "\"forward\" kernels"},
         Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"kind": "backward", "dtype": "float16", "head_dim": 64}]})",
                 "p.json: kernels[1].kind: attn_bwd_f16_d64_gqa: kind \"backward\" is not implemented yet; this version "
-                "generates \"forward\" kernels"}));
+                "generates \"forward\" and \"decode\" kernels"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");

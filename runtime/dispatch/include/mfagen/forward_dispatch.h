@@ -24,6 +24,7 @@ struct ForwardKernelInfo {
   uint32_t head_dim = 0;
   uint32_t head_dim_v = 0;
   uint32_t block_q = 0;
+  uint32_t block_k = 0;
   uint32_t threads = 0;           // per threadgroup
   uint32_t threadgroup_bytes = 0; // static, declared in the kernel
   bool gqa = true;
@@ -32,6 +33,8 @@ struct ForwardKernelInfo {
   bool window = false;
   bool softcap = false;
   bool alibi = false;
+  bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
+  std::string combine_entry;
 };
 
 struct AttentionShape {
@@ -62,7 +65,11 @@ struct ForwardCall {
   int64_t window_right = -1;        // keys after the diagonal, -1 unbounded
   std::array<uint64_t, 4> mask_strides{};  // mask kernels: element strides over (B, Hq, Sq, Sk), 0 = broadcast
   bool alibi_per_batch = false;     // alibi kernels: slopes (B, Hq) instead of (Hq,)
+  uint32_t splits = 0;              // decode kernels: key splits; 0 = chosen from the shape
 };
+
+// Decode: seq_q may be at most this (DESIGN.md section 4).
+inline constexpr uint64_t kMaxDecodeQueries = 16;
 
 // Element strides of a mask tensor of `extents` (each 1 or the full size of
 // (B, Hq, Sq, Sk)), contiguous, with 0 along the broadcast dimensions.
@@ -70,17 +77,25 @@ std::array<uint64_t, 4> broadcast_strides(const std::array<uint64_t, 4>& extents
 
 struct BufferRequirement {
   uint32_t index = 0;
-  std::string name;   // q, k, v, out, lse, params
+  std::string name;   // q, k, v, out, lse, params, mask, alibi_slopes, out_partial, lse_partial
   uint64_t bytes = 0; // smallest buffer the kernel may touch for this call
   bool written = false;
+  bool scratch = false;  // the backend allocates it for the call (decode partials); not a user tensor
 };
 
-struct DispatchPlan {
+// One kernel launch; a plan's launches run in order, each after the previous
+// one completed.
+struct KernelLaunch {
   std::string entry;
   std::array<uint32_t, 3> threadgroups{1, 1, 1};
   std::array<uint32_t, 3> threads_per_threadgroup{1, 1, 1};
   uint32_t threadgroup_bytes = 0;
-  std::vector<BufferRequirement> buffers;  // by index; includes params
+  std::vector<uint32_t> buffers;  // the buffer indices this kernel binds
+};
+
+struct DispatchPlan {
+  std::vector<KernelLaunch> launches;
+  std::vector<BufferRequirement> buffers;  // by index; includes params and scratch buffers
   std::vector<std::byte> params;           // contents of the params buffer (the kernel's AttentionParams)
   const BufferRequirement* buffer(std::string_view name) const;
 };
@@ -95,6 +110,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
 
 // Buffer indices of generated forward kernels (DESIGN.md section 8 reads them from the manifest).
 inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardOut = 3, kForwardLse = 4,
-                          kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7;
+                          kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7, kForwardOutPartial = 8,
+                          kForwardLsePartial = 9;
 
 }  // namespace mfagen
