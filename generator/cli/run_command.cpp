@@ -119,6 +119,7 @@ int run(const RunArgs& args) {
   request.head_dim_v = v.shape[3];
   request.heads_q = q.shape[1];
   request.heads_kv = k.shape[1];
+  request.seq_q = q.shape[2];
   request.mask = !args.mask.empty();
   request.alibi = !args.alibi_slopes.empty();
   request.softcap = args.softcap.has_value();
@@ -212,7 +213,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "SPEC.json holds one kernel or a set; the kernel is selected by the call as an app would:\n"
       "the first kernel, in spec order, whose head_dim and head_dim_v match the last dimensions of\n"
       "q and v, that allows the head counts (gqa), and whose features match the options given\n"
-      "(narrow it down with --dtype and --causal).\n"
+      "(narrow it down with --dtype and --causal); with at most 16 queries a decode kernel is\n"
+      "preferred when the set has one.\n"
       "Inputs are .npy arrays of dtype <f4, <f2 or <f8 in BHSD layout: q (B, Hq, Sq, D),\n"
       "k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv); values are rounded to the kernel's dtype\n"
       "(round-to-nearest-even). Writes OUT_DIR/out.npy (<f4, (B, Hq, Sq, Dv), exact widening)\n"

@@ -29,6 +29,8 @@ constexpr const char* kSpecSet = R"({"kernels": [
   {"dtype": "float16", "head_dim": 64, "causal": ["none", "bottom_right"]},
   {"dtype": "float16", "head_dim": 16, "mask": "additive", "softcap": true, "alibi": true, "window": true},
   {"dtype": "float32", "head_dim": 16, "mask": "bool", "causal": "top_left"},
+  {"kind": "decode", "dtype": "float16", "head_dim": 8},
+  {"dtype": "float16", "head_dim": 8},
   {"dtype": "bfloat16", "head_dim": 32, "head_dim_v": 16, "gqa": false},
   {"dtype": "float32", "head_dim": 24, "lse": false}
 ]})";
@@ -233,6 +235,24 @@ TEST_F(RunCli, FeaturesMaskSoftcapAlibiWindow) {
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
+TEST_F(RunCli, DecodeKernelForFewQueriesForwardForMany) {
+  for (uint64_t sq : {3u, 17u}) {
+    auto p = problem_of(1, 4, 2, sq, 300, 8, 8, reference::CausalMode::none);
+    const std::string q = tensor("q.npy", {1, 4, sq, 8}, 31, ElementType::float16, &p.q);
+    const std::string k = tensor("k.npy", {1, 2, 300, 8}, 32, ElementType::float16, &p.k);
+    const std::string v = tensor("v.npy", {1, 2, 300, 8}, 33, ElementType::float16, &p.v);
+    const std::string dir = (dir_ / ("out" + std::to_string(sq))).string();
+    auto r = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--out-dir", dir});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(sq <= 16 ? "attn_decode_f16_d8_gqa:" : "attn_fwd_f16_d8_gqa:"));
+    const auto expected = reference::reference_attention(p);
+    const auto verdict = reference::check_output(io::read_npy(fs::path(dir) / "out.npy").values<float>(), expected,
+                                                 reference::naive_attention_in_dtype(p, ElementType::float16),
+                                                 ElementType::float16, p);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+  }
+}
+
 TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
   std::vector<double> x;
   const std::string q = tensor("q.npy", {1, 4, 8, 64}, 1, ElementType::float16, &x);
@@ -256,7 +276,7 @@ TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
       {{"--q", q3d, "--k", k, "--v", v}, "expected a 4-d (batch, heads, seq, dim) array, found shape (4, 8, 64)"},
       {{"--q", qi, "--k", k, "--v", v}, "dtype <i4 is not supported; expected <f4, <f2 or <f8"},
       {{"--q", (dir_ / "missing.npy").string(), "--k", k, "--v", v}, "missing.npy"},
-      {{"--q", q, "--k", k, "--v", v, "--dtype", "float32"}, "has no kernel for this call (head_dim 64, head_dim_v 64, 4 q heads over 2 kv heads, dtype float32)"},
+      {{"--q", q, "--k", k, "--v", v, "--dtype", "float32"}, "has no kernel for this call (head_dim 64, head_dim_v 64, 4 q heads over 2 kv heads, 8 queries, dtype float32)"},
       {{"--q", q, "--k", k, "--v", v, "--mask", q}, "has no kernel for this call"},
       {{"--q", q, "--k", k, "--v", v, "--do", q}, "dO (backward)"},
       {{"--q", q, "--k", k, "--v", v, "--backend", "metal"}, "only on Apple platforms"},

@@ -3,6 +3,7 @@
 // FlashAttention IO model of the planner (plan/forward_cost.h), and the key
 // blocks causal masking and sliding windows skip.
 // Usage: forward_figures [SEQ] [HEAD_DIM] [WINDOW_LEFT]
+//        forward_figures decode [SEQ_K] [HEAD_DIM]   (1 query, 8 q heads over 1 kv head)
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -15,7 +16,36 @@
 
 using namespace mfagen;
 
+// Decode: bytes one split-K call moves (both kernels) against reading K and
+// V once, which is what decoding one token must cost at least.
+int decode_figures(uint64_t seq_k, uint32_t d) {
+  test::ForwardCase c;
+  c.kind = spec::Kind::decode;
+  c.dtype = spec::DType::float16;
+  c.head_dim = d;
+  c.heads_q = 8;
+  c.heads_kv = 1;
+  c.seq_q = 1;
+  c.seq_k = seq_k;
+  const test::ForwardOutcome outcome = test::run_forward_case(c);
+  uint64_t kv = 0, total = 0;
+  for (const auto& [index, t] : outcome.dispatch.traffic()) {
+    if (index == plan::kParamsIndex) continue;
+    total += t.bytes_read + t.bytes_written;
+    if (index == plan::kKIndex || index == plan::kVIndex) kv += t.bytes_read;
+  }
+  const uint64_t minimum = 2 * seq_k * d * 2 + 2 * 8 * d * 2 + 8 * 4;  // K, V once; q, out, lse
+  fmt::print("decode float16, Sq = 1, Sk = {}, D = {}, 8 q heads over 1 kv head: {} splits\n", seq_k, d,
+             outcome.splits);
+  fmt::print("K+V bytes read {} (K and V once: {}), all device bytes {} = {:.3f} x the minimum {}; ok: {}\n", kv,
+             2 * seq_k * d * 2, total, double(total) / double(minimum), minimum, outcome.ok() ? "yes" : "NO");
+  return outcome.ok() ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "decode")
+    return decode_figures(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 32768,
+                          argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 128);
   const uint64_t seq = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1024;
   const uint32_t d = argc > 2 ? uint32_t(std::strtoul(argv[2], nullptr, 10)) : 128;
   const int64_t window = argc > 3 ? std::strtoll(argv[3], nullptr, 10) : 256;
