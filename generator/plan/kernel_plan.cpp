@@ -69,6 +69,18 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   return buffers;
 }
 
+// sizeof(AttentionParams) in templates/attention_forward.metal.mustache:
+// 14 strides (+ 4 mask strides) of 8 bytes, then 4-byte fields, padded to 8.
+uint32_t params_bytes(const spec::KernelSpec& s) {
+  uint32_t bytes = 8 * (14 + (s.mask != spec::MaskKind::none ? 4 : 0));
+  bytes += 4 * 6;                                           // batch, heads_q, heads_kv, seq_q, seq_k, scale_log2
+  if (s.softcap) bytes += 4 * 2;                            // scale, softcap
+  if (s.window) bytes += 4 * 2;                             // window_left, window_right
+  if (s.alibi) bytes += 4;                                  // alibi_batch_stride
+  if (s.kind == spec::Kind::decode) bytes += 4 * 3;         // splits, split_keys, row_blocks
+  return round_up(bytes, 8);
+}
+
 }  // namespace
 
 KernelPlan plan_kernel(const spec::KernelSpec& s) {
@@ -112,6 +124,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
   p.threadgroup_bytes = p.block_k * p.chunk * spec::dtype_bytes(s.dtype);
   p.buffers = buffer_table(s);
+  p.params_bytes = params_bytes(s);
   return p;
 }
 

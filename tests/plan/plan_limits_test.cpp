@@ -3,6 +3,7 @@
 // and what to change; and the sizes it derives for valid requests.
 #include <gtest/gtest.h>
 
+#include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
 #include "spec/spec_parser.h"
 
@@ -85,6 +86,37 @@ TEST(Plan, ExplicitTilesAreKept) {
   EXPECT_EQ(p.row_tiles, 4u);
   EXPECT_EQ(p.threads, 64u);
   EXPECT_EQ(p.fragment_floats, 2u * 4 * (10 + 10 + 2));
+}
+
+}  // namespace
+}  // namespace mfagen::plan
+
+namespace mfagen::plan {
+namespace {
+
+// The planner's size of AttentionParams (recorded in the manifest) is what
+// the runtime's dispatch packs, for every combination of features.
+TEST(Plan, ParamsBytesMatchTheDispatchLayout) {
+  for (spec::Kind kind : {spec::Kind::forward, spec::Kind::decode})
+    for (spec::MaskKind mask : spec::kAllMaskKinds)
+      for (int features = 0; features < 8; ++features) {
+        spec::KernelSpec s;
+        s.kind = kind;
+        s.head_dim = s.head_dim_v = 64;
+        s.mask = mask;
+        s.window = features & 1;
+        s.softcap = features & 2;
+        s.alibi = features & 4;
+        s.name = "k";
+        const KernelPlan p = plan_kernel(s);
+        ForwardCall call;
+        call.shape = {1, 2, 1, 3, 40};
+        call.strides = contiguous_bhsd(call.shape, 64, 64);
+        if (s.softcap) call.softcap = 1;
+        if (mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, 3, 40});
+        const DispatchPlan d = plan_forward(forward_kernel_info(p), call);
+        EXPECT_EQ(p.params_bytes, d.params.size()) << int(kind) << " " << int(mask) << " " << features;
+      }
 }
 
 }  // namespace
