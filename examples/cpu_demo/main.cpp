@@ -1,93 +1,130 @@
-// The built-in example: runs the bundled attention kernel on the cpu backend
-// (the generated-MSL ground truth of DESIGN.md section 7) and checks it
-// against a plain float64 reference.
+// The built-in example, end to end as a user's build would do it: generate
+// the kernel of examples/demo/attention.json with mfagen's generator
+// (spec -> plan -> render -> emit .metal + manifest.json), then load the
+// emitted .metal file, run it on the cpu backend (the generated MSL compiled
+// as host code, DESIGN.md section 7) with every detector on, and check it
+// against the plain float64 reference.
+//
+// Usage: mfagen-demo [OUT_DIR]   (default: ./mfagen-demo-kernels)
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstring>
-#include <random>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <sstream>
 #include <vector>
 
+#include "attention_reference.h"
+#include "emit/emit.h"
+#include "emit/manifest.h"
 #include "mfagen/cpu/backend.h"
+#include "mfagen/cpu/execute_dispatch.h"
+#include "mfagen/forward_dispatch.h"
+#include "plan/dispatch_info.h"
+#include "plan/kernel_plan.h"
+#include "random_inputs.h"
+#include "render/render_forward.h"
+#include "spec/spec_parser.h"
+#include "tolerance.h"
 
 namespace {
 
-struct AttentionParams {
-  uint32_t seq_q, seq_k, heads;
-  float scale_log2;
-};
+using namespace mfagen;
+namespace fs = std::filesystem;
 
-constexpr uint32_t kHeadDim = 64;
-
-std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                              uint32_t heads, uint32_t sq, uint32_t sk) {
-  const double scale = 1.0 / std::sqrt(double(kHeadDim));
-  std::vector<double> out(size_t(heads) * sq * kHeadDim, 0.0);
-  for (uint32_t h = 0; h < heads; ++h)
-    for (uint32_t i = 0; i < sq; ++i) {
-      std::vector<double> s(sk);
-      double m = -INFINITY;
-      for (uint32_t j = 0; j < sk; ++j) {
-        double dot = 0;
-        for (uint32_t d = 0; d < kHeadDim; ++d)
-          dot += double(q[(size_t(h) * sq + i) * kHeadDim + d]) * k[(size_t(h) * sk + j) * kHeadDim + d];
-        s[j] = dot * scale;
-        m = std::max(m, s[j]);
-      }
-      double sum = 0;
-      for (double& x : s) sum += (x = std::exp(x - m));
-      for (uint32_t j = 0; j < sk; ++j)
-        for (uint32_t d = 0; d < kHeadDim; ++d)
-          out[(size_t(h) * sq + i) * kHeadDim + d] += s[j] / sum * v[(size_t(h) * sk + j) * kHeadDim + d];
-    }
-  return out;
+std::vector<std::byte> half_buffer(const std::vector<double>& values) {
+  std::vector<std::byte> bytes(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = reference::half_bits(float(values[i]));
+    std::memcpy(&bytes[i * 2], &bits, 2);
+  }
+  return bytes;
 }
 
-template <typename T>
-std::span<std::byte> bytes(std::vector<T>& v) {
-  return std::as_writable_bytes(std::span(v));
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int demo(const fs::path& out_dir) {
+  // 1. Generate, as `mfagen generate examples/demo/attention.json -o OUT_DIR` does.
+  const fs::path spec_file = MFAGEN_DEMO_SPEC;
+  std::vector<plan::KernelPlan> plans;
+  std::vector<std::string> sources;
+  for (const spec::KernelSpec& s : spec::load_spec_file(spec_file)) {
+    plans.push_back(plan::plan_kernel(s));
+    sources.push_back(render::render_forward(plans.back()));
+  }
+  emit::emit_kernels(plans, sources, out_dir, {spec_file}, std::nullopt);
+  const plan::KernelPlan& plan = plans.front();
+  const fs::path kernel_file = out_dir / emit::kernel_file_name(plan);
+  fmt::print("generated {} and {} from {}\n", kernel_file.string(), (out_dir / "manifest.json").string(),
+             spec_file.filename().string());
+
+  // 2. Run the emitted file on the CPU: 8 query heads over 2 kv heads, a
+  //    96-token chunk of queries against 160 cached keys.
+  reference::AttentionProblem p;
+  p.batch = 1;
+  p.heads_q = 8;
+  p.heads_kv = 2;
+  p.seq_q = 96;
+  p.seq_k = 160;
+  p.head_dim = p.head_dim_v = 128;
+  p.causal = reference::CausalMode::bottom_right;
+  p.q = reference::random_tensor(p.batch * p.heads_q * p.seq_q * 128, 1, reference::ElementType::float16);
+  p.k = reference::random_tensor(p.batch * p.heads_kv * p.seq_k * 128, 2, reference::ElementType::float16);
+  p.v = reference::random_tensor(p.batch * p.heads_kv * p.seq_k * 128, 3, reference::ElementType::float16);
+
+  cpu::CompileStats compile_stats;
+  auto module = cpu::compile(read_text(kernel_file), kernel_file.string(), cpu::CompileOptions{}, &compile_stats);
+  ForwardCall call;
+  call.shape = {p.batch, p.heads_q, p.heads_kv, p.seq_q, p.seq_k};
+  call.strides = contiguous_bhsd(call.shape, 128, 128);
+  const DispatchPlan dispatch = plan_forward(plan::forward_kernel_info(plan), call);
+  std::vector<std::byte> q = half_buffer(p.q), k = half_buffer(p.k), v = half_buffer(p.v);
+  std::vector<std::byte> out(dispatch.buffer("out")->bytes);
+  std::vector<float> lse(p.batch * p.heads_q * p.seq_q);
+  const cpu::DispatchResult result =
+      cpu::execute(*module, dispatch,
+                   {{kForwardQ, q}, {kForwardK, k}, {kForwardV, v}, {kForwardOut, out},
+                    {kForwardLse, std::as_writable_bytes(std::span(lse))}});
+  for (const cpu::LaunchResult& l : result.launches)
+    for (const cpu::Finding& f : l.findings) fmt::print(stderr, "{}\n", f.to_string());
+
+  // 3. Check against the float64 reference (DESIGN.md section 3 tolerance).
+  std::vector<float> got(out.size() / 2);
+  for (size_t i = 0; i < got.size(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, &out[i * 2], 2);
+    got[i] = reference::half_from_bits(bits);
+  }
+  const auto expected = reference::reference_attention(p);
+  const auto verdict = reference::check_output(got, expected, reference::naive_attention_in_dtype(p, reference::ElementType::float16),
+                                               reference::ElementType::float16, p);
+  const auto lse_verdict = reference::check_lse(lse, expected, p);
+  const bool pass = verdict.ok && lse_verdict.ok && result.clean();
+  fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {}, D 128 on the cpu backend: compile {:.2f} s{}, run {:.2f} s\n",
+             plan.entry, p.batch, p.heads_q, p.heads_kv, p.seq_q, p.seq_k, compile_stats.seconds,
+             compile_stats.cache_hit ? " (cached)" : "", result.seconds());
+  fmt::print("device traffic {} bytes read, {} written; detector findings: {}\n",
+             result.launches.front().device_bytes_read, result.launches.front().device_bytes_written,
+             result.findings_total());
+  fmt::print("max |out - float64 reference| = {:.3g} (bound {:.3g}); lse {}: {}\n", verdict.max_abs_error,
+             verdict.bound, lse_verdict.ok ? "ok" : "FAIL", pass ? "PASS" : "FAIL");
+  if (!pass) fmt::print("{}\n{}\n", verdict.detail, lse_verdict.detail);
+  return pass ? 0 : 1;
 }
 
 }  // namespace
 
-int main() {
-  const uint32_t heads = 2, sq = 100, sk = 77, rows_per_group = 32;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto random = [&](size_t n) {
-    std::vector<float> x(n);
-    for (float& e : x) e = normal(rng);
-    return x;
-  };
-  std::vector<float> q = random(size_t(heads) * sq * kHeadDim), k = random(size_t(heads) * sk * kHeadDim),
-                     v = random(size_t(heads) * sk * kHeadDim), out(size_t(heads) * sq * kHeadDim, 0.0f);
-  AttentionParams params{sq, sk, heads, float(1.0 / std::sqrt(double(kHeadDim)) * M_LOG2E)};
-  std::vector<AttentionParams> param_buffer{params};
-
+int main(int argc, char** argv) {
   try {
-    mfagen::cpu::CompileStats stats;
-    auto module = mfagen::cpu::compile_file(MFAGEN_DEMO_KERNEL, {}, &stats);
-    fmt::print("compiled {} ({}, {:.2f} s)\n", MFAGEN_DEMO_KERNEL, stats.cache_hit ? "cached" : "cold", stats.seconds);
-    mfagen::cpu::LaunchOptions launch;
-    launch.threadgroups = {(sq + rows_per_group - 1) / rows_per_group, heads, 1};
-    launch.threads_per_threadgroup = {rows_per_group, 1, 1};
-    launch.buffers = {{0, bytes(q)}, {1, bytes(k)}, {2, bytes(v)}, {3, bytes(out)}, {4, bytes(param_buffer)}};
-    auto result = mfagen::cpu::launch(*module, "attention_rows", launch);
-    for (const auto& f : result.findings) fmt::print(stderr, "{}\n", f.to_string());
-
-    std::vector<double> expected = reference(q, k, v, heads, sq, sk);
-    double max_error = 0;
-    for (size_t i = 0; i < out.size(); ++i) max_error = std::max(max_error, std::abs(out[i] - expected[i]));
-    const double tolerance = 5e-6 + 5e-5;  // DESIGN.md section 3, float32
-    fmt::print("attention_rows: heads={} seq_q={} seq_k={} head_dim={} on the cpu backend in {:.3f} s\n", heads, sq,
-               sk, kHeadDim, result.seconds);
-    fmt::print("device traffic: {} bytes read, {} bytes written; detector findings: {}\n", result.device_bytes_read,
-               result.device_bytes_written, result.findings_total);
-    fmt::print("max |out - float64 reference| = {:.3g} (tolerance {:.3g}): {}\n", max_error, tolerance,
-               max_error <= tolerance && result.clean() ? "PASS" : "FAIL");
-    return max_error <= tolerance && result.clean() ? 0 : 1;
+    return demo(argc > 1 ? argv[1] : "mfagen-demo-kernels");
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}\n", e.what());
+    fmt::print(stderr, "mfagen-demo: {}\n", e.what());
     return 2;
   }
 }

@@ -16,5 +16,13 @@ using CommandAction = std::function<int()>;
 
 // `mfagen exec FILE.metal ...`: run any Metal kernel on the CPU with .npy buffers.
 void register_exec_command(CLI::App& app, CommandAction& action);
+// `mfagen run SPEC --q Q.npy --k K.npy --v V.npy --out-dir DIR`: a generated kernel on tensors.
+void register_run_command(CLI::App& app, CommandAction& action);
+// `mfagen generate SPEC... -o DIR`: spec files -> .metal kernels, manifest.json, depfile.
+void register_generate_command(CLI::App& app, CommandAction& action);
+// `mfagen list SPEC|MANIFEST...`: the kernels of spec files or of a manifest.
+void register_list_command(CLI::App& app, CommandAction& action);
+// `mfagen explain SPEC...`: each kernel's plan and its cost for a call shape.
+void register_explain_command(CLI::App& app, CommandAction& action);
 
 }  // namespace mfagen::cli

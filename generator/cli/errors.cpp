@@ -7,6 +7,7 @@
 
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
+#include "spec/kernel_spec.h"
 
 namespace mfagen::cli {
 
@@ -18,6 +19,10 @@ int report_current_exception(std::string_view command) {
   } catch (const cpu::CompileError& e) {
     // Clang's diagnostics already name the kernel file and line.
     fmt::print(stderr, "{}: compile error:\n{}\n", command, e.what());
+    return kExitUserError;
+  } catch (const spec::SpecError& e) {
+    // what() is "FILE: JSON PATH: MESSAGE", everything the user needs to fix the spec.
+    fmt::print(stderr, "{}: error: {}\n", command, e.what());
     return kExitUserError;
   } catch (const UserError& e) {
     fmt::print(stderr, "{}: error: {}\n", command, e.what());

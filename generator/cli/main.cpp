@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
              "findings), 2 internal error.\nRun `mfagen SUBCOMMAND --help` for a subcommand's options.");
 
   CommandAction action;
+  register_generate_command(app, action);
+  register_list_command(app, action);
+  register_explain_command(app, action);
+  register_run_command(app, action);
   register_exec_command(app, action);
 
   try {

@@ -1,0 +1,187 @@
+// `mfagen explain`: why a kernel looks the way it does and what it costs.
+// Shows the planner's decisions (tiles, threads, K/V passes, memory and
+// register budgets) next to the limits they answer to, the buffer table, and
+// for one call shape the grid, arithmetic and device traffic.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "errors.h"
+#include "plan/forward_cost.h"
+#include "plan/kernel_plan.h"
+#include "spec/spec_parser.h"
+#include "text_table.h"
+
+namespace mfagen::cli {
+namespace {
+
+struct ExplainArgs {
+  std::vector<std::string> specs;
+  plan::CostShape shape{1, 32, 8, 4096, 4096};
+};
+
+constexpr const char* kIndent = "  ";
+constexpr const char* kListIndent = "    ";
+
+std::string plural(uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+// 1234567 -> "1.23 M" (decimal prefixes, as FLOP counts are usually quoted).
+std::string decimal(double v) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (v >= 1000 && i < 6) v /= 1000, ++i;
+  return fmt::format("{:.3g} {}", v, prefixes[i]);
+}
+
+// 1048576 -> "1.00 MiB".
+std::string binary(double v) {
+  const char* prefixes[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int i = 0;
+  while (v >= 1024 && i < 5) v /= 1024, ++i;
+  return i == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.2f} {}", v, prefixes[i]);
+}
+
+std::string percent(double part, double whole) { return fmt::format("{:.1f}%", whole > 0 ? 100 * part / whole : 0.0); }
+
+std::string origin_text(const spec::SpecOrigin& o) { return o.json_path.empty() ? o.file : o.file + ": " + o.json_path; }
+
+std::string spec_text(const spec::KernelSpec& s) {
+  return fmt::format("{} {}, D {}, Dv {}, causal {}, gqa {}, lse {}, target {}", spec::to_string(s.kind),
+                     spec::to_string(s.dtype), s.head_dim, s.head_dim_v, spec::to_string(s.causal),
+                     s.gqa ? "yes" : "no", s.lse ? "yes" : "no", spec::to_string(s.target));
+}
+
+std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
+  const spec::KernelSpec& s = p.spec;
+  const uint32_t widest = std::max(s.head_dim, s.head_dim_v);
+  return {
+      {"spec", spec_text(s)},
+      {"tiles", fmt::format("block_q {}, block_k {}, simdgroups {} ({})", p.block_q, p.block_k, p.simdgroups,
+                            p.tiles_from_table ? fmt::format("from the tile table for D {} on {}", widest,
+                                                             spec::to_string(s.target))
+                                               : "given in the spec")},
+      {"threads", fmt::format("{} per threadgroup ({} x {}), limit {}", p.threads, plural(p.simdgroups, "simdgroup"),
+                              plan::kSimdWidth, plan::kMaxThreadsPerThreadgroup)},
+      {"row tiles", fmt::format("{} per simdgroup ({} query rows each)", p.row_tiles, 8 * p.row_tiles)},
+      {"K/V passes", fmt::format("{} columns staged per pass: {} over D {} ({} tiles of 8), {} over Dv {} ({} tiles)",
+                                 p.chunk, plural(p.d_passes, "pass"), s.head_dim, p.d_tiles,
+                                 plural(p.dv_passes, "pass"), s.head_dim_v, p.dv_tiles)},
+      {"threadgroup memory", fmt::format("{} bytes of the {}-byte limit ({})", p.threadgroup_bytes,
+                                         plan::kMaxThreadgroupBytes,
+                                         percent(p.threadgroup_bytes, plan::kMaxThreadgroupBytes))},
+      {"registers", fmt::format("{} float32 fragment values per thread, limit {}", p.fragment_floats,
+                                plan::kMaxFragmentFloatsPerThread)},
+  };
+}
+
+std::string buffer_table(const plan::KernelPlan& p) {
+  std::vector<TextRow> rows = {{"index", "name", "type", "access"}};
+  for (const plan::BufferSlot& b : p.buffers)
+    rows.push_back({std::to_string(b.index), b.name, b.msl_type, b.written ? "write" : "read"});
+  return format_table(rows, kListIndent);
+}
+
+std::string function_constant_table(const plan::KernelPlan& p) {
+  std::vector<TextRow> rows = {{"index", "name", "type"}};
+  for (const plan::FunctionConstantSlot& c : p.function_constants)
+    rows.push_back({std::to_string(c.index), c.name, c.type});
+  return format_table(rows, kListIndent);
+}
+
+std::vector<TextRow> cost_rows(const plan::KernelPlan& p, plan::CostShape shape, std::string& note) {
+  // A kernel without GQA reads kv head h for q head h: it needs Hkv == Hq.
+  if (!p.spec.gqa && shape.heads_kv != shape.heads_q) {
+    note = fmt::format("gqa is off for this kernel: costed with heads_kv = heads_q = {}", shape.heads_q);
+    shape.heads_kv = shape.heads_q;
+  }
+  const plan::ForwardCost c = plan::forward_cost(p, shape);
+  const uint64_t q_blocks = (shape.seq_q + p.block_q - 1) / p.block_q;
+  const uint64_t skipped = c.key_blocks_total - c.key_blocks_visited;
+  return {
+      {"shape", fmt::format("batch {}, heads_q {}, heads_kv {}, seq_q {}, seq_k {}", shape.batch, shape.heads_q,
+                            shape.heads_kv, shape.seq_q, shape.seq_k)},
+      {"grid", fmt::format("{} x {} x {} = {} threadgroups of {} threads  [ceil(seq_q / {}), heads_q, batch]",
+                           q_blocks, shape.heads_q, shape.batch, c.threadgroups, p.threads, p.block_q)},
+      {"FLOPs", fmt::format("{:.0f} ({}FLOP): 2 x {:.0f} visible (query, key) pairs x (D + Dv)", c.flops,
+                            decimal(c.flops), c.visible_pairs)},
+      {"min device bytes", fmt::format("{} ({}): q, k, v read once; out{} written once", c.min_device_bytes,
+                                       binary(double(c.min_device_bytes)), p.spec.lse ? " and lse" : "")},
+      {"kernel device bytes",
+       fmt::format("{} ({}): {:.2f}x the minimum (K and V re-read per query block)", c.kernel_device_bytes,
+                   binary(double(c.kernel_device_bytes)),
+                   c.min_device_bytes ? double(c.kernel_device_bytes) / double(c.min_device_bytes) : 0.0)},
+      {"key blocks", fmt::format("{} visited of {} ({} skipped by causal masking)", c.key_blocks_visited,
+                                 c.key_blocks_total, percent(double(skipped), double(c.key_blocks_total)))},
+  };
+}
+
+// Label/value lines with one label width for the whole kernel, so the
+// sections printed between them (buffer table) do not break the alignment.
+void print_labelled(const std::vector<TextRow>& rows) {
+  for (const TextRow& row : rows) fmt::print("{}{:<21}{}\n", kIndent, row.at(0) + ":", row.at(1));
+}
+
+void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& shape) {
+  fmt::print("{}  ({})\n", p.entry, origin_text(p.spec.origin));
+  print_labelled(plan_rows(p));
+  print_labelled({{"buffers", ""}});
+  fmt::print("{}", buffer_table(p));
+  if (p.function_constants.empty()) {
+    print_labelled({{"function constants", "none (every spec field is compiled in)"}});
+  } else {
+    print_labelled({{"function constants", ""}});
+    fmt::print("{}", function_constant_table(p));
+  }
+  std::string note;
+  print_labelled(cost_rows(p, shape, note));
+  if (!note.empty()) print_labelled({{"note", note}});
+}
+
+int run_explain(const ExplainArgs& args) {
+  const plan::CostShape& s = args.shape;
+  if (s.heads_q % s.heads_kv != 0)
+    throw UserError(fmt::format("--heads-kv {} must divide --heads-q {} (each kv head serves a whole group of q heads)",
+                                s.heads_kv, s.heads_q));
+  std::vector<plan::KernelPlan> plans;
+  for (const spec::KernelSpec& spec : spec::load_spec_files({args.specs.begin(), args.specs.end()}))
+    plans.push_back(plan::plan_kernel(spec));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (i > 0) fmt::print("\n");
+    explain_kernel(plans[i], s);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_explain_command(CLI::App& app, CommandAction& action) {
+  auto args = std::make_shared<ExplainArgs>();
+  CLI::App* cmd = app.add_subcommand("explain", "Show each kernel's plan (tiles, threads, memory) and its cost");
+  cmd->footer(
+      "For every kernel of the spec files: the planner's tiles (given or from its table), threads,\n"
+      "query row tiles per simdgroup, how K/V columns are staged through threadgroup memory (passes\n"
+      "over D and Dv), threadgroup memory against the 32 KB limit, fragment registers per thread,\n"
+      "the buffer table and function constants. Then, for the call shape given by the options: the\n"
+      "grid, FLOPs, the minimum device traffic (every tensor touched once), this kernel's device\n"
+      "traffic (the FlashAttention IO model) and the key blocks causal masking lets it skip.\n\n"
+      "Exit status: 0 ok, 1 bad spec or shape, 2 internal error.");
+  cmd->add_option("specs", args->specs, "spec files (JSON)")->required()->type_name("SPEC");
+  cmd->add_option("--batch", args->shape.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--heads-q", args->shape.heads_q, "query heads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--heads-kv", args->shape.heads_kv, "key/value heads (must divide --heads-q)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-q", args->shape.seq_q, "query sequence length")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-k", args->shape.seq_k, "key sequence length")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args, &action] { action = [args] { return run_explain(*args); }; });
+}
+
+}  // namespace mfagen::cli

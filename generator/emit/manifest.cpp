@@ -1,0 +1,100 @@
+#include "emit/manifest.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "render/render_forward.h"
+#include "spec/canonical.h"
+
+namespace mfagen::emit {
+namespace {
+
+// ordered_json keeps keys in insertion order: the order written below is
+// the order in the file, independent of any hashing or sorting.
+using Json = nlohmann::ordered_json;
+
+Json dispatch_json(const plan::KernelPlan& p) {
+  Json d;
+  d["block_q"] = p.block_q;
+  d["block_k"] = p.block_k;
+  d["simdgroups"] = p.simdgroups;
+  d["threads_per_threadgroup"] = p.threads;
+  d["threadgroup_memory_bytes"] = p.threadgroup_bytes;
+  // Spelled as formulas because the sizes are runtime values.
+  if (p.combine_entry.empty()) {
+    // One threadgroup per (query block, q head, batch).
+    d["grid"] = fmt::format("[ceil(seq_q / {}), heads_q, batch]", p.block_q);
+  } else {
+    // Split-K decode: a second kernel merges the splits.
+    d["grid"] = fmt::format("[splits, heads_kv * ceil(heads_q / heads_kv * seq_q / {}), batch]", p.block_q);
+    d["combine_entry"] = p.combine_entry;
+    d["combine_grid"] = "[seq_q, heads_q, batch]";
+    d["combine_threads_per_threadgroup"] = 32;
+  }
+  return d;
+}
+
+Json buffers_json(const plan::KernelPlan& p) {
+  Json buffers = Json::array();
+  for (const plan::BufferSlot& b : p.buffers) {
+    Json slot;
+    slot["index"] = b.index;
+    slot["name"] = b.name;
+    slot["type"] = b.msl_type;
+    slot["access"] = b.written ? "write" : "read";
+    if (b.scratch) slot["scratch"] = true;
+    buffers.push_back(std::move(slot));
+  }
+  return buffers;
+}
+
+Json function_constants_json(const plan::KernelPlan& p) {
+  Json constants = Json::array();
+  for (const plan::FunctionConstantSlot& c : p.function_constants) {
+    Json slot;
+    slot["index"] = c.index;
+    slot["name"] = c.name;
+    slot["type"] = c.type;
+    constants.push_back(std::move(slot));
+  }
+  return constants;
+}
+
+Json kernel_json(const plan::KernelPlan& p) {
+  Json k;
+  k["name"] = p.entry;
+  k["file"] = kernel_file_name(p);
+  k["hash"] = render::forward_kernel_hash(p);
+  k["template"] = render::forward_template_version();
+  // The canonical spec as an object (not a string) so readers need no second parse.
+  k["spec"] = Json::parse(spec::canonical_json(p.spec));
+  k["dispatch"] = dispatch_json(p);
+  k["buffers"] = buffers_json(p);
+  k["function_constants"] = function_constants_json(p);
+  Json params;
+  params["struct"] = kParamsStruct;
+  params["buffer"] = plan::kParamsIndex;
+  params["bytes"] = p.params_bytes;
+  k["params"] = std::move(params);
+  return k;
+}
+
+}  // namespace
+
+std::string kernel_file_name(const plan::KernelPlan& plan) { return plan.entry + ".metal"; }
+
+std::string manifest_json(const std::vector<plan::KernelPlan>& plans, const std::vector<std::string>& sources) {
+  if (plans.size() != sources.size())
+    throw std::invalid_argument(
+        fmt::format("manifest_json: {} plans but {} rendered sources", plans.size(), sources.size()));
+  Json m;
+  m["format"] = kManifestFormat;
+  m["generator"] = "mfagen " MFAGEN_VERSION;
+  m["kernels"] = Json::array();
+  for (const plan::KernelPlan& p : plans) m["kernels"].push_back(kernel_json(p));
+  return m.dump(2) + "\n";
+}
+
+}  // namespace mfagen::emit
