@@ -94,9 +94,15 @@ std::vector<KernelSpec> load_spec_file(const std::filesystem::path& file) {
 std::vector<KernelSpec> load_spec_files(const std::vector<std::filesystem::path>& files) {
   std::vector<KernelSpec> all;
   for (const auto& file : files) {
+    // Spec sets overlap (two models with the same attention): a kernel that
+    // an earlier file already specifies identically is the same kernel, kept
+    // once. Within one file a repeat is still an error (parse_spec_text).
     std::vector<KernelSpec> specs = load_spec_file(file);
-    all.insert(all.end(), std::make_move_iterator(specs.begin()),
-               std::make_move_iterator(specs.end()));
+    for (KernelSpec& s : specs) {
+      bool known = false;
+      for (const KernelSpec& earlier : all) known = known || (earlier.origin.file != s.origin.file && earlier == s);
+      if (!known) all.push_back(std::move(s));
+    }
   }
   check_unique_names(all);
   return all;

@@ -29,8 +29,10 @@ std::vector<KernelSpec> parse_spec_text(std::string_view json_text, const std::s
 // SpecError(file, "", "cannot read the file: <reason>").
 std::vector<KernelSpec> load_spec_file(const std::filesystem::path& file);
 
-// The kernels of all files, in order. A name used twice, in one file or
-// across files, is an error naming both places.
+// The kernels of all files, in order. A kernel specified identically by an
+// earlier file is kept once (spec sets of different models overlap); a name
+// used twice otherwise, in one file or across files, is an error naming both
+// places.
 std::vector<KernelSpec> load_spec_files(const std::vector<std::filesystem::path>& files);
 
 }  // namespace mfagen::spec

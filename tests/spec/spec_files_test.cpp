@@ -61,15 +61,24 @@ TEST_F(SpecFiles, DuplicateNameAcrossFilesNamesBothPlaces) {
   }
 }
 
-TEST_F(SpecFiles, SameKernelInTwoFiles) {
+TEST_F(SpecFiles, SameKernelInTwoFilesIsKeptOnce) {
+  // Spec sets of two models overlap: the kernel is generated once.
   fs::path a = write("a.json", R"({"dtype": "float16", "head_dim": 64})");
-  fs::path b = write("b.json", R"({"dtype": "float16", "head_dim": 64, "gqa": true})");
+  fs::path b = write("b.json", R"({"kernels": [{"dtype": "float16", "head_dim": 64, "gqa": true},
+                                               {"dtype": "float16", "head_dim": 80}]})");
+  auto specs = load_spec_files({a, b});
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].origin.file, a.string());
+  EXPECT_EQ(specs[1].name, "attn_fwd_f16_d80_gqa");
+  // The same file twice is no excuse for a repeat inside one file.
+  fs::path c = write("c.json", R"({"kernels": [{"dtype": "float16", "head_dim": 64},
+                                               {"dtype": "float16", "head_dim": 64}]})");
   try {
-    load_spec_files({a, b});
+    load_spec_files({c});
     FAIL() << "expected a SpecError";
   } catch (const SpecError& e) {
-    EXPECT_EQ(std::string(e.what()), b.string() + ": duplicate kernel \"attn_fwd_f16_d64_gqa\": the same "
-                                                  "kernel is already specified at " + a.string());
+    EXPECT_EQ(std::string(e.what()), c.string() + ": kernels[1]: duplicate kernel \"attn_fwd_f16_d64_gqa\": the "
+                                                  "same kernel is already specified at " + c.string() + ": kernels[0]");
   }
 }
 

@@ -1,0 +1,137 @@
+// `mfagen generate`, `list` and `explain` end to end: byte-identical output
+// across runs and output directories, depfiles, every shipped spec set, and
+// bad specs that exit 1 with the file and JSON path and write nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "run_process.h"
+
+namespace mfagen {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const fs::path kSpecs = fs::path(MFAGEN_SOURCE_DIR) / "specs";
+
+std::map<std::string, std::string> read_dir(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    files[e.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return files;
+}
+
+class GenerateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (std::string("mfagen_generate_cli_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  test::ProcessResult mfagen(std::vector<std::string> args) {
+    args.insert(args.begin(), MFAGEN_EXE);
+    return test::run_process(args, dir_);
+  }
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  fs::path dir_;
+};
+
+TEST_F(GenerateCli, ByteIdenticalAcrossRunsAndDirectories) {
+  const std::string spec = (kSpecs / "llama.json").string();
+  auto a = mfagen({"generate", spec, "-o", (dir_ / "a").string(), "--depfile", (dir_ / "a.d").string()});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_THAT(a.out, HasSubstr("attn_fwd_f16_d128_causal_br_gqa"));
+  auto b = mfagen({"generate", spec, "-o", (dir_ / "elsewhere" / "b").string(), "--quiet"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.out, "");
+  const auto files_a = read_dir(dir_ / "a"), files_b = read_dir(dir_ / "elsewhere" / "b");
+  EXPECT_EQ(files_a, files_b);
+  EXPECT_EQ(files_a.size(), 10u);  // 9 kernels and the manifest
+  EXPECT_TRUE(files_a.contains("manifest.json"));
+  std::ifstream depfile(dir_ / "a.d");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(depfile), {}),
+            (dir_ / "a" / "manifest.json").string() + ": " + spec + "\n");
+  // A second run into the same directory rewrites nothing.
+  auto again = mfagen({"generate", spec, "-o", (dir_ / "a").string()});
+  EXPECT_THAT(again.out, HasSubstr("0 files written, 10 unchanged"));
+}
+
+TEST_F(GenerateCli, EveryShippedSpecSetGenerates) {
+  std::vector<std::string> all = {"generate"};
+  for (const auto& e : fs::directory_iterator(kSpecs)) {
+    if (e.path().extension() != ".json") continue;
+    auto r = mfagen({"generate", e.path().string(), "-o", (dir_ / e.path().stem()).string(), "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << e.path() << "\n" << r.err;
+    all.push_back(e.path().string());
+  }
+  all.insert(all.end(), {"-o", (dir_ / "all").string(), "--quiet"});
+  auto r = mfagen(all);  // overlapping sets: identical kernels are kept once
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(GenerateCli, BadSpecsExitOneNameFileAndPathAndWriteNothing) {
+  struct Case {
+    std::string json;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {R"({"dtype": "float16", "head_dim": 64,)", "bad.json: invalid JSON at line 1, column 37: unexpected end of input"},
+      {R"({"dtype": "float16", "head_dim": 64, "heads": 8})", "bad.json: unknown field \"heads\""},
+      {R"({"kernels": [{"dtype": "float16", "head_dim": 600}]})",
+       "bad.json: kernels[0].head_dim: expected an integer in 1..576, found 600"},
+      {R"({"dtype": "float32", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 512, "simdgroups": 4}})",
+       "bad.json: tiles.block_k: attn_fwd_f32_d64_gqa_q32k512s4: block_k 512 needs 65536 bytes of threadgroup memory"},
+      {R"({"kind": "backward", "dtype": "float16", "head_dim": 64})", "bad.json: kind: attn_bwd_f16_d64_gqa: kind \"backward\" is not implemented yet"},
+  };
+  for (const Case& c : cases) {
+    const fs::path bad = write("bad.json", c.json);
+    auto r = mfagen({"generate", bad.string(), "-o", (dir_ / "out").string(), "--depfile", (dir_ / "out.d").string()});
+    EXPECT_EQ(r.exit_code, 1) << c.json;
+    EXPECT_THAT(r.err, HasSubstr("mfagen generate: error: " + dir_.string()));
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "out"));
+    EXPECT_FALSE(fs::exists(dir_ / "out.d"));
+  }
+  // A name used by two different kernels in two files.
+  const fs::path a = write("a.json", R"({"dtype": "float16", "head_dim": 64, "name": "attn"})");
+  const fs::path b = write("b.json", R"({"dtype": "float16", "head_dim": 80, "name": "attn"})");
+  auto r = mfagen({"generate", a.string(), b.string(), "-o", (dir_ / "out").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("duplicate kernel name \"attn\": already used by a different kernel at " + a.string()));
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(GenerateCli, ListAndExplain) {
+  const std::string spec = (kSpecs / "deepseek.json").string();
+  auto list = mfagen({"list", spec});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("attn_fwd_f16_d576_dv512_causal_br_gqa"));
+  EXPECT_THAT(list.out, HasSubstr("attn_decode_bf16_d576_dv512_causal_br_gqa"));
+
+  auto explain = mfagen({"explain", (kSpecs / "llama.json").string(), "--seq-q", "1024", "--seq-k", "1024",
+                         "--heads-q", "1", "--heads-kv", "1"});
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  8192 bytes of the 32768-byte limit"));
+  EXPECT_THAT(explain.out, HasSubstr("528 visited of 1024"));  // causal: 1 + 2 + ... + 32 key blocks
+  auto bad = mfagen({"explain", spec, "--heads-q", "6", "--heads-kv", "4"});
+  EXPECT_EQ(bad.exit_code, 1);
+}
+
+}  // namespace
+}  // namespace mfagen
