@@ -11,6 +11,8 @@
 
 #include "commands.h"
 #include "errors.h"
+#include "mfagen/forward_dispatch.h"
+#include "plan/dispatch_info.h"
 #include "plan/forward_cost.h"
 #include "plan/kernel_plan.h"
 #include "spec/spec_parser.h"
@@ -92,11 +94,54 @@ std::string function_constant_table(const plan::KernelPlan& p) {
   return format_table(rows, kListIndent);
 }
 
+// Decode (split-K): the two launches the runtime would make for this shape,
+// and the traffic of K and V (read once per split and row block) and of the
+// partial results.
+std::vector<TextRow> decode_rows(const plan::KernelPlan& p, const plan::CostShape& shape) {
+  ForwardCall call;
+  call.shape = {shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
+  call.strides = contiguous_bhsd(call.shape, p.spec.head_dim, p.spec.head_dim_v);
+  if (p.spec.softcap) call.softcap = 1;
+  if (p.spec.window) call.window_left = shape.window_left, call.window_right = shape.window_right;
+  if (p.spec.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
+  const DispatchPlan d = plan_forward(plan::forward_kernel_info(p), call);
+  std::vector<TextRow> rows;
+  for (const KernelLaunch& l : d.launches)
+    rows.push_back({"launch", fmt::format("{}: {} x {} x {} threadgroups of {} threads", l.entry, l.threadgroups[0],
+                                          l.threadgroups[1], l.threadgroups[2], l.threads_per_threadgroup[0])});
+  const uint64_t e = spec::dtype_bytes(p.spec.dtype);
+  const uint64_t kv = shape.batch * shape.heads_kv * shape.seq_k * (p.spec.head_dim + p.spec.head_dim_v) * e;
+  const uint64_t row_blocks = d.launches[0].threadgroups[1] / shape.heads_kv;
+  const uint64_t partials = d.buffer("out_partial")->bytes + d.buffer("lse_partial")->bytes;
+  const uint64_t q_out = shape.batch * shape.heads_q * shape.seq_q * (p.spec.head_dim + p.spec.head_dim_v) * e;
+  rows.push_back({"splits", fmt::format("{} (chosen from the shape: about 128 threadgroups, at least 256 keys each)",
+                                        d.launches[0].threadgroups[0])});
+  rows.push_back({"min device bytes", fmt::format("{} ({}): K and V read once, q and out once", kv + q_out,
+                                                  binary(double(kv + q_out)))});
+  const uint64_t total = kv * row_blocks + q_out + 2 * partials;
+  rows.push_back({"kernel device bytes", fmt::format("{} ({}): {:.3f}x the minimum (partials written and read back)",
+                                                     total, binary(double(total)),
+                                                     double(total) / double(kv + q_out))});
+  return rows;
+}
+
 std::vector<TextRow> cost_rows(const plan::KernelPlan& p, plan::CostShape shape, std::string& note) {
   // A kernel without GQA reads kv head h for q head h: it needs Hkv == Hq.
   if (!p.spec.gqa && shape.heads_kv != shape.heads_q) {
     note = fmt::format("gqa is off for this kernel: costed with heads_kv = heads_q = {}", shape.heads_q);
     shape.heads_kv = shape.heads_q;
+  }
+  if (p.spec.kind == spec::Kind::decode) {
+    if (shape.seq_q > kMaxDecodeQueries) {
+      note += fmt::format("{}decode kernels take at most {} queries: costed with seq_q = 1", note.empty() ? "" : "; ",
+                          kMaxDecodeQueries);
+      shape.seq_q = 1;
+    }
+    std::vector<TextRow> rows = {{"shape", fmt::format("batch {}, heads_q {}, heads_kv {}, seq_q {}, seq_k {}",
+                                                       shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q,
+                                                       shape.seq_k)}};
+    for (TextRow& r : decode_rows(p, shape)) rows.push_back(std::move(r));
+    return rows;
   }
   const plan::ForwardCost c = plan::forward_cost(p, shape);
   const uint64_t q_blocks = (shape.seq_q + p.block_q - 1) / p.block_q;
@@ -114,8 +159,9 @@ std::vector<TextRow> cost_rows(const plan::KernelPlan& p, plan::CostShape shape,
        fmt::format("{} ({}): {:.2f}x the minimum (K and V re-read per query block)", c.kernel_device_bytes,
                    binary(double(c.kernel_device_bytes)),
                    c.min_device_bytes ? double(c.kernel_device_bytes) / double(c.min_device_bytes) : 0.0)},
-      {"key blocks", fmt::format("{} visited of {} ({} skipped by causal masking)", c.key_blocks_visited,
-                                 c.key_blocks_total, percent(double(skipped), double(c.key_blocks_total)))},
+      {"key blocks", fmt::format("{} visited of {} ({} skipped by causal masking and windows)",
+                                 c.key_blocks_visited, c.key_blocks_total,
+                                 percent(double(skipped), double(c.key_blocks_total)))},
   };
 }
 
@@ -167,7 +213,9 @@ void register_explain_command(CLI::App& app, CommandAction& action) {
       "over D and Dv), threadgroup memory against the 32 KB limit, fragment registers per thread,\n"
       "the buffer table and function constants. Then, for the call shape given by the options: the\n"
       "grid, FLOPs, the minimum device traffic (every tensor touched once), this kernel's device\n"
-      "traffic (the FlashAttention IO model) and the key blocks causal masking lets it skip.\n\n"
+      "traffic (the FlashAttention IO model) and the key blocks causal masking and windows let it\n"
+      "skip; for decode kernels the two launches, the key splits and their traffic.\n"
+      "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Exit status: 0 ok, 1 bad spec or shape, 2 internal error.");
   cmd->add_option("specs", args->specs, "spec files (JSON)")->required()->type_name("SPEC");
   cmd->add_option("--batch", args->shape.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
@@ -181,6 +229,10 @@ void register_explain_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--seq-k", args->shape.seq_k, "key sequence length")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--window-left", args->shape.window_left, "window kernels: keys before the diagonal (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("--window-right", args->shape.window_right, "window kernels: keys after the diagonal (-1: all)")
+      ->capture_default_str();
   cmd->callback([args, &action] { action = [args] { return run_explain(*args); }; });
 }
 
