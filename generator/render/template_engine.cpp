@@ -69,10 +69,34 @@ std::string drop_marked_lines(const std::string& rendered) {
   return out;
 }
 
+// Replaces each line `{{> other.mustache}}` with the text of that template
+// (recursively), so templates share code and the checks below see it all.
+std::string expand_partials(std::string_view text, int depth = 0) {
+  static const std::regex partial(R"([ \t]*\{\{>\s*([A-Za-z0-9_.\-]+)\s*\}\}[ \t]*\r?)");
+  if (depth > 8) throw std::logic_error("templates include each other too deeply");
+  std::string out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    const bool has_newline = end != std::string_view::npos;
+    if (!has_newline) end = text.size();
+    const std::string line(text.substr(begin, end - begin));
+    std::smatch m;
+    if (std::regex_match(line, m, partial)) {
+      out += expand_partials(template_text(m[1].str()), depth + 1);
+      if (!out.empty() && out.back() != '\n') out += '\n';
+    } else {
+      out += line + (has_newline ? "\n" : "");
+    }
+    begin = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_template(std::string_view name, const TemplateValues& values) {
-  return render_template_text(template_text(name), values, name);
+  return render_template_text(expand_partials(template_text(name)), values, name);
 }
 
 std::string render_template_text(std::string_view text, const TemplateValues& values, std::string_view name) {
@@ -100,7 +124,7 @@ std::string render_template_text(std::string_view text, const TemplateValues& va
 std::string template_version(std::string_view name) {
   // 64-bit FNV-1a of the text: changes whenever the template does.
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : template_text(name)) h = (h ^ c) * 0x100000001b3ull;
+  for (unsigned char c : expand_partials(template_text(name))) h = (h ^ c) * 0x100000001b3ull;
   std::string_view stem = name.substr(0, name.find('.'));
   return fmt::format("{}-{:08x}", stem, uint32_t(h >> 32));
 }
