@@ -67,7 +67,7 @@ Json kernel_json(const plan::KernelPlan& p) {
   k["name"] = p.entry;
   k["file"] = kernel_file_name(p);
   k["hash"] = render::forward_kernel_hash(p);
-  k["template"] = render::forward_template_version();
+  k["template"] = render::kernel_template_version(p);
   // The canonical spec as an object (not a string) so readers need no second parse.
   k["spec"] = Json::parse(spec::canonical_json(p.spec));
   k["dispatch"] = dispatch_json(p);

@@ -6,7 +6,9 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   static_assert(kQIndex == kForwardQ && kKIndex == kForwardK && kVIndex == kForwardV && kOutIndex == kForwardOut &&
                     kLseIndex == kForwardLse && kParamsIndex == kForwardParams && kMaskIndex == kForwardMask &&
                     kAlibiIndex == kForwardAlibi && kOutPartialIndex == kForwardOutPartial &&
-                    kLsePartialIndex == kForwardLsePartial,
+                    kLsePartialIndex == kForwardLsePartial && kDOutIndex == kBackwardDOut &&
+                    kDqIndex == kBackwardDq && kDkIndex == kBackwardDk && kDvIndex == kBackwardDv &&
+                    kDRowsIndex == kBackwardDRows,
                 "the planner's buffer table and the runtime's dispatch agree on indices");
   ForwardKernelInfo info;
   info.entry = p.entry;
@@ -27,6 +29,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.alibi = p.spec.alibi;
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
+  info.backward = p.spec.kind == spec::Kind::backward;
   return info;
 }
 

@@ -24,8 +24,8 @@ std::string field_path(const spec::KernelSpec& s, std::string_view field) {
 // Kinds of DESIGN.md section 2 whose kernels do not exist yet: refused with
 // a clear error rather than generated as something else.
 void refuse_unimplemented(const spec::KernelSpec& s) {
-  if (s.kind == spec::Kind::backward)
-    refuse(s, "kind", "kind \"backward\" is not implemented yet; this version generates \"forward\" and \"decode\" kernels");
+  if (s.kind == spec::Kind::backward && !s.lse)
+    refuse(s, "lse", "a backward kernel recomputes P from the forward's lse: lse must be true");
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -66,6 +66,18 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
     buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
     buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
   }
+  if (s.kind == spec::Kind::backward) {
+    // out and lse are the forward's, read here.
+    buffers[kOutIndex].msl_type = "device const " + elem + "*";
+    buffers[kOutIndex].written = false;
+    buffers[kLseIndex].msl_type = "device const float*";
+    buffers[kLseIndex].written = false;
+    buffers.push_back({kDOutIndex, "d_out", "device const " + elem + "*", false});
+    buffers.push_back({kDqIndex, "dq", "device " + elem + "*", true});
+    buffers.push_back({kDkIndex, "dk", "device " + elem + "*", true});
+    buffers.push_back({kDvIndex, "dv", "device " + elem + "*", true});
+    buffers.push_back({kDRowsIndex, "d_rows", "device float*", true, true});
+  }
   return buffers;
 }
 
@@ -89,10 +101,14 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.spec = s;
   p.entry = s.name;
   if (s.kind == spec::Kind::decode) p.combine_entry = s.name + "_combine";
+  if (s.kind == spec::Kind::forward) p.entries = {s.name};
+  if (s.kind == spec::Kind::decode) p.entries = {s.name, p.combine_entry};
+  if (s.kind == spec::Kind::backward) p.entries = {s.name + "_preprocess", s.name + "_dkdv", s.name + "_dq"};
   p.tiles_from_table = !s.tiles.has_value();
-  const spec::Tiles tiles = s.tiles.value_or(s.kind == spec::Kind::decode
-                                                 ? decode_table_tiles(s.head_dim, s.head_dim_v)
-                                                 : table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
+  const spec::Tiles tiles = s.tiles.value_or(
+      s.kind == spec::Kind::decode     ? decode_table_tiles(s.head_dim, s.head_dim_v)
+      : s.kind == spec::Kind::backward ? backward_table_tiles(s.head_dim, s.head_dim_v)
+                                       : table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
   p.block_q = tiles.block_q;
   p.block_k = tiles.block_k;
   p.simdgroups = tiles.simdgroups;
@@ -106,23 +122,38 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
     refuse(s, "tiles.block_q",
            fmt::format("block_q {} must be a multiple of 8 x simdgroups = {} (each simdgroup owns whole 8-row tiles)",
                        p.block_q, 8 * p.simdgroups));
+  if (s.kind == spec::Kind::backward && p.block_k % (8 * p.simdgroups) != 0)
+    refuse(s, "tiles.block_k",
+           fmt::format("block_k {} must be a multiple of 8 x simdgroups = {} (backward: each simdgroup owns whole "
+                       "8-key tiles of dK and dV)",
+                       p.block_k, 8 * p.simdgroups));
   p.row_tiles = p.block_q / (8 * p.simdgroups);
   p.d_tiles = ceil_div(s.head_dim, 8);
   p.dv_tiles = ceil_div(s.head_dim_v, 8);
 
+  const bool backward = s.kind == spec::Kind::backward;
   p.fragment_floats = 2 * p.row_tiles * (p.d_tiles + p.dv_tiles + p.block_k / 8);
-  if (p.fragment_floats > kMaxFragmentFloatsPerThread)
+  if (backward) {
+    const uint32_t key_row_tiles = p.block_k / (8 * p.simdgroups);
+    const uint32_t dq = 2 * p.row_tiles * (2 * p.d_tiles + p.dv_tiles + 3 * p.block_k / 8);
+    const uint32_t dkdv = 2 * key_row_tiles * (2 * p.d_tiles + 2 * p.dv_tiles + 3 * p.block_q / 8);
+    p.fragment_floats = std::max(dq, dkdv);
+  }
+  const uint32_t limit = backward ? kMaxBackwardFragmentFloatsPerThread : kMaxFragmentFloatsPerThread;
+  if (p.fragment_floats > limit)
     refuse(s, "tiles",
            fmt::format("head_dim {} / head_dim_v {} with block_q {}, block_k {}, simdgroups {} keep {} float32 "
                        "fragment values per thread ({} query row tiles per simdgroup), over the limit of {}; "
                        "use more simdgroups, a smaller block_q or a smaller block_k",
                        s.head_dim, s.head_dim_v, p.block_q, p.block_k, p.simdgroups, p.fragment_floats, p.row_tiles,
-                       kMaxFragmentFloatsPerThread));
+                       limit));
 
-  p.chunk = choose_chunk(s, p.block_k);
+  // Backward kernels stage block_q rows (q, dO) in dkdv and block_k rows (K, V) in dq.
+  const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.block_k;
+  p.chunk = choose_chunk(s, staged_rows);
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
-  p.threadgroup_bytes = p.block_k * p.chunk * spec::dtype_bytes(s.dtype);
+  p.threadgroup_bytes = staged_rows * p.chunk * spec::dtype_bytes(s.dtype);
   p.buffers = buffer_table(s);
   p.params_bytes = params_bytes(s);
   return p;

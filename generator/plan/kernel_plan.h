@@ -39,6 +39,7 @@ struct KernelPlan {
   spec::KernelSpec spec;
   std::string entry;            // the kernel function's name (= spec.name)
   std::string combine_entry;    // decode: the kernel merging the key splits (spec.name + "_combine"); else empty
+  std::vector<std::string> entries;  // every kernel function of the file, in launch order
   uint32_t block_q = 0;         // query rows per threadgroup
   uint32_t block_k = 0;         // keys per step
   uint32_t simdgroups = 0;
@@ -62,6 +63,11 @@ inline constexpr uint32_t kQIndex = 0, kKIndex = 1, kVIndex = 2, kOutIndex = 3, 
                           kMaskIndex = 6, kAlibiIndex = 7;
 // Decode kernels' scratch buffers: one partial out and lse per key split.
 inline constexpr uint32_t kOutPartialIndex = 8, kLsePartialIndex = 9;
+// Backward kernels: dO in, dQ, dK, dV out, and the scratch rows D = rowsum(dO * out).
+inline constexpr uint32_t kDOutIndex = 10, kDqIndex = 11, kDkIndex = 12, kDvIndex = 13, kDRowsIndex = 14;
+// Backward kernels keep more fragments live (q, dO, dQ or k, v, dK, dV);
+// past 256 head dims they spill, which costs speed, not correctness.
+inline constexpr uint32_t kMaxBackwardFragmentFloatsPerThread = 1024;
 
 // Plans one kernel. Throws spec::SpecError (the spec's file and JSON path)
 // for requests the generator cannot honour: kinds not implemented yet,
@@ -73,5 +79,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& spec);
 spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target);
 // Decode kernels: rows are the few queries of a GQA group, so small query blocks.
 spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v);
+// Backward kernels: block_q and block_k are both row blocks of a kernel.
+spec::Tiles backward_table_tiles(uint32_t head_dim, uint32_t head_dim_v);
 
 }  // namespace mfagen::plan

@@ -27,4 +27,11 @@ spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
   return std::max(head_dim, head_dim_v) <= 256 ? spec::Tiles{16, 32, 2} : spec::Tiles{16, 16, 2};
 }
 
+spec::Tiles backward_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
+  // Both blocks are rows of some kernel (queries in dq, keys in dkdv), so
+  // both are multiples of 8 x simdgroups; large head dims keep fewer rows
+  // because each row carries four fragment sets.
+  return std::max(head_dim, head_dim_v) <= 128 ? spec::Tiles{32, 32, 4} : spec::Tiles{16, 16, 2};
+}
+
 }  // namespace mfagen::plan

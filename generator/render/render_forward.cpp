@@ -44,11 +44,16 @@ std::string visibility_rule(const spec::KernelSpec& s) {
 
 std::string forward_template_version() { return template_version(kForwardTemplate); }
 
+std::string kernel_template_version(const plan::KernelPlan& plan) {
+  return template_version(plan.spec.kind == spec::Kind::backward ? kBackwardTemplate : kForwardTemplate);
+}
+
 std::string forward_kernel_hash(const plan::KernelPlan& plan) {
-  return spec::spec_hash(plan.spec, forward_template_version());
+  return spec::spec_hash(plan.spec, kernel_template_version(plan));
 }
 
 std::string render_forward(const plan::KernelPlan& plan) {
+  const char* name = plan.spec.kind == spec::Kind::backward ? kBackwardTemplate : kForwardTemplate;
   const spec::KernelSpec& s = plan.spec;
   const bool causal = s.causal != spec::Causal::none;
   const bool has_offset = causal || s.window || s.alibi;
@@ -57,7 +62,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
   TemplateValues values = {
       {"entry", plan.entry},
       {"generator_version", std::string(MFAGEN_VERSION)},
-      {"template_version", forward_template_version()},
+      {"template_version", template_version(name)},
       {"canonical_spec", spec::canonical_json(s)},
       {"hash", forward_kernel_hash(plan)},
       {"score_formula", score_formula(s)},
@@ -88,6 +93,11 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"decode", s.kind == spec::Kind::decode},
       {"out_partial_index", number(plan::kOutPartialIndex)},
       {"lse_partial_index", number(plan::kLsePartialIndex)},
+      {"d_out_index", number(plan::kDOutIndex)},
+      {"dq_index", number(plan::kDqIndex)},
+      {"dk_index", number(plan::kDkIndex)},
+      {"dv_index", number(plan::kDvIndex)},
+      {"d_rows_index", number(plan::kDRowsIndex)},
       {"window", s.window},
       {"softcap", s.softcap},
       {"alibi", s.alibi},
@@ -100,7 +110,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
                                  : s.dtype == spec::DType::bfloat16 ? "0xff80"
                                                                     : "0xfc00"},
   };
-  return render_template(kForwardTemplate, values);
+  return render_template(name, values);
 }
 
 }  // namespace mfagen::render

@@ -10,12 +10,17 @@
 namespace mfagen::render {
 
 inline constexpr const char* kForwardTemplate = "attention_forward.metal.mustache";
+inline constexpr const char* kBackwardTemplate = "attention_backward.metal.mustache";
 
+// Renders any planned kernel: forward and decode kernels from the forward
+// template, backward kernels (three entry points) from the backward one.
 std::string render_forward(const plan::KernelPlan& plan);
+// The template version of the template a plan renders with.
+std::string kernel_template_version(const plan::KernelPlan& plan);
 
 // The version string recorded in generated headers and the manifest.
 std::string forward_template_version();
-// The content hash of a plan's canonical spec and the template version.
+// The content hash of a plan's canonical spec and its template's version.
 std::string forward_kernel_hash(const plan::KernelPlan& plan);
 
 }  // namespace mfagen::render

@@ -103,8 +103,6 @@ std::string render_template_text(std::string_view text, const TemplateValues& va
   const auto names = tag_names(text);
   for (const std::string& tag : names)
     if (!values.contains(tag)) throw std::logic_error(fmt::format("template {}: no value for {{{{{}}}}}", name, tag));
-  for (const auto& [key, value] : values)
-    if (!names.contains(key)) throw std::logic_error(fmt::format("template {} does not use the value {}", name, key));
 
   kainjow::mustache::mustache engine{mark_standalone_tag_lines(text)};
   if (!engine.is_valid()) throw std::logic_error(fmt::format("template {}: {}", name, engine.error_message()));

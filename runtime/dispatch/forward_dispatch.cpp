@@ -71,6 +71,7 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
             "kernel " + kernel.entry + " was generated without a mask (spec mask=none)");
   if (!kernel.alibi)
     require(!call.alibi_per_batch, "kernel " + kernel.entry + " was generated without ALiBi (spec alibi=false)");
+  if (kernel.backward) require(kernel.lse, "kernel " + kernel.entry + ": backward kernels need the forward's lse");
   if (kernel.decode)
     require(shape.seq_q <= kMaxDecodeQueries, "kernel " + kernel.entry + " is a decode kernel: seq_q (" +
                                                   std::to_string(shape.seq_q) + ") must be at most " +
@@ -129,9 +130,11 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim, e, "q"), false});
   plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim, e, "k"), false});
   plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim_v, e, "v"), false});
-  plan.buffers.push_back({kForwardOut, "out", span_bytes(strides.out, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim_v, e, "out"), true});
+  const uint64_t out_bytes = span_bytes(strides.out, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim_v, e, "out");
+  // The backward reads the forward's out and lse.
+  plan.buffers.push_back({kForwardOut, "out", out_bytes, !kernel.backward});
   if (kernel.lse)
-    plan.buffers.push_back({kForwardLse, "lse", span_bytes({strides.lse_batch, strides.lse_head, 1}, shape.batch, shape.heads_q, 1, shape.seq_q, 4, "lse"), true});
+    plan.buffers.push_back({kForwardLse, "lse", span_bytes({strides.lse_batch, strides.lse_head, 1}, shape.batch, shape.heads_q, 1, shape.seq_q, 4, "lse"), !kernel.backward});
   if (kernel.mask != MaskInput::none)
     plan.buffers.push_back({kForwardMask, "mask",
                             span_bytes({shape.batch, shape.heads_q, shape.seq_q, shape.seq_k}, call.mask_strides,
@@ -157,6 +160,17 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     plan.buffers.push_back({kForwardLsePartial, "lse_partial", checked_mul(slots, 4, "partials"), true, true});
   }
 
+  if (kernel.backward) {
+    // dO has the strides of out, dQ those of q, dK and dV those of k and v.
+    plan.buffers.push_back({kBackwardDOut, "d_out", out_bytes, false});
+    plan.buffers.push_back({kBackwardDq, "dq", plan.buffer("q")->bytes, true});
+    plan.buffers.push_back({kBackwardDk, "dk", plan.buffer("k")->bytes, true});
+    plan.buffers.push_back({kBackwardDv, "dv", plan.buffer("v")->bytes, true});
+    plan.buffers.push_back({kBackwardDRows, "d_rows",
+                            checked_mul(checked_mul(shape.batch * shape.heads_q, shape.seq_q, "d_rows"), 4, "d_rows"),
+                            true, true});
+  }
+
   // The fields of the kernel's AttentionParams, in its order: 8-byte fields
   // first, then the 4-byte ones, then those of the kernel's features.
   ParamsWriter w;
@@ -175,35 +189,45 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
 
   // The launches and the buffers each binds.
-  auto indices = [&](bool combine) {
+  auto bound = [&](std::initializer_list<uint32_t> wanted) {
     std::vector<uint32_t> used;
-    for (const BufferRequirement& b : plan.buffers) {
-      const bool inputs = b.index == kForwardQ || b.index == kForwardK || b.index == kForwardV ||
-                          b.index == kForwardMask || b.index == kForwardAlibi;
-      const bool outputs = b.index == kForwardOut || b.index == kForwardLse;
-      if (b.index == kForwardParams || b.scratch || (combine ? outputs : inputs || (!kernel.decode && outputs)))
-        used.push_back(b.index);
-    }
+    for (uint32_t index : wanted)
+      for (const BufferRequirement& b : plan.buffers)
+        if (b.index == index) used.push_back(index);
     return used;
   };
-  KernelLaunch main;
-  main.entry = kernel.entry;
-  main.threads_per_threadgroup = {kernel.threads, 1, 1};
-  main.threadgroup_bytes = kernel.threadgroup_bytes;
-  main.buffers = indices(false);
-  if (!kernel.decode) {
-    main.threadgroups = {uint32_t((shape.seq_q + kernel.block_q - 1) / kernel.block_q), uint32_t(shape.heads_q),
-                         uint32_t(shape.batch)};
-    plan.launches.push_back(main);
+  auto launch = [&](std::string entry, std::array<uint64_t, 3> grid, uint32_t threads, uint32_t tg_bytes,
+                    std::vector<uint32_t> buffers) {
+    KernelLaunch l;
+    l.entry = std::move(entry);
+    l.threadgroups = {uint32_t(grid[0]), uint32_t(grid[1]), uint32_t(grid[2])};
+    l.threads_per_threadgroup = {threads, 1, 1};
+    l.threadgroup_bytes = tg_bytes;
+    l.buffers = std::move(buffers);
+    plan.launches.push_back(std::move(l));
+  };
+  const uint64_t q_blocks = (shape.seq_q + kernel.block_q - 1) / kernel.block_q;
+  if (kernel.backward) {
+    const uint64_t k_blocks = (shape.seq_k + kernel.block_k - 1) / kernel.block_k;
+    launch(kernel.entry + "_preprocess", {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
+           bound({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows}));
+    launch(kernel.entry + "_dkdv", {k_blocks, shape.heads_kv, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
+           bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
+                  kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows}));
+    launch(kernel.entry + "_dq", {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
+           bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
+                  kBackwardDOut, kBackwardDq, kBackwardDRows}));
+  } else if (kernel.decode) {
+    launch(kernel.entry, {splits, uint64_t(shape.heads_kv) * row_blocks, shape.batch}, kernel.threads,
+           kernel.threadgroup_bytes,
+           bound({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
+                  kForwardLsePartial}));
+    launch(kernel.combine_entry, {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
+           bound({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial}));
   } else {
-    main.threadgroups = {splits, uint32_t(shape.heads_kv * row_blocks), uint32_t(shape.batch)};
-    plan.launches.push_back(main);
-    KernelLaunch combine;
-    combine.entry = kernel.combine_entry;
-    combine.threadgroups = {uint32_t(shape.seq_q), uint32_t(shape.heads_q), uint32_t(shape.batch)};
-    combine.threads_per_threadgroup = {32, 1, 1};
-    combine.buffers = indices(true);
-    plan.launches.push_back(combine);
+    launch(kernel.entry, {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
+           bound({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
+                  kForwardAlibi}));
   }
   return plan;
 }

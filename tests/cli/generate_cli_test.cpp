@@ -97,7 +97,8 @@ TEST_F(GenerateCli, BadSpecsExitOneNameFileAndPathAndWriteNothing) {
        "bad.json: kernels[0].head_dim: expected an integer in 1..576, found 600"},
       {R"({"dtype": "float32", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 512, "simdgroups": 4}})",
        "bad.json: tiles.block_k: attn_fwd_f32_d64_gqa_q32k512s4: block_k 512 needs 65536 bytes of threadgroup memory"},
-      {R"({"kind": "backward", "dtype": "float16", "head_dim": 64})", "bad.json: kind: attn_bwd_f16_d64_gqa: kind \"backward\" is not implemented yet"},
+      {R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "lse": false})",
+       "bad.json: lse: attn_bwd_f16_d64_gqa_nolse: a backward kernel recomputes P from the forward's lse"},
   };
   for (const Case& c : cases) {
     const fs::path bad = write("bad.json", c.json);

@@ -52,9 +52,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "p.json: tiles: attn_fwd_f32_d256_gqa_q64k64s2: head_dim 256 / head_dim_v 256 with block_q 64, "
                 "block_k 64, simdgroups 2 keep 576 float32 fragment values per thread (4 query row tiles per "
                 "simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
-        Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"kind": "backward", "dtype": "float16", "head_dim": 64}]})",
-                "p.json: kernels[1].kind: attn_bwd_f16_d64_gqa: kind \"backward\" is not implemented yet; this version "
-                "generates \"forward\" and \"decode\" kernels"}));
+        Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"kind": "backward", "dtype": "float16", "head_dim": 64, "lse": false}]})",
+                "p.json: kernels[1].lse: attn_bwd_f16_d64_gqa_nolse: a backward kernel recomputes P from the "
+                "forward's lse: lse must be true"},
+        Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 16, "simdgroups": 4}})",
+                "p.json: tiles.block_k: attn_bwd_f16_d64_gqa_q32k16s4: block_k 16 must be a multiple of 8 x "
+                "simdgroups = 32 (backward: each simdgroup owns whole 8-key tiles of dK and dV)"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");
@@ -97,7 +100,7 @@ namespace {
 // The planner's size of AttentionParams (recorded in the manifest) is what
 // the runtime's dispatch packs, for every combination of features.
 TEST(Plan, ParamsBytesMatchTheDispatchLayout) {
-  for (spec::Kind kind : {spec::Kind::forward, spec::Kind::decode})
+  for (spec::Kind kind : {spec::Kind::forward, spec::Kind::decode, spec::Kind::backward})
     for (spec::MaskKind mask : spec::kAllMaskKinds)
       for (int features = 0; features < 8; ++features) {
         spec::KernelSpec s;

@@ -35,6 +35,7 @@ struct ForwardKernelInfo {
   bool alibi = false;
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
+  bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq": dQ, dK, dV from dO, out and lse
 };
 
 struct AttentionShape {
@@ -111,6 +112,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
 // Buffer indices of generated forward kernels (DESIGN.md section 8 reads them from the manifest).
 inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardOut = 3, kForwardLse = 4,
                           kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7, kForwardOutPartial = 8,
-                          kForwardLsePartial = 9;
+                          kForwardLsePartial = 9, kBackwardDOut = 10, kBackwardDq = 11, kBackwardDk = 12,
+                          kBackwardDv = 13, kBackwardDRows = 14;
 
 }  // namespace mfagen
