@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,54 @@ void write_output(const std::filesystem::path& path, std::span<const float> valu
   }
 }
 
+// The forward kernel a backward spec's gradients are taken through: the
+// same features, with lse, from the planner's tile table.
+spec::KernelSpec forward_of(const spec::KernelSpec& backward) {
+  spec::KernelSpec f = backward;
+  f.kind = spec::Kind::forward;
+  f.lse = true;
+  f.tiles.reset();
+  f.name = backward.name + "_forward";
+  return f;
+}
+
+DispatchPlan dispatch_for(const plan::KernelPlan& plan, const ForwardCall& call) {
+  try {
+    return plan_forward(plan::forward_kernel_info(plan), call);
+  } catch (const DispatchError& e) {
+    throw UserError(e.what());
+  }
+}
+
+struct KernelRun {
+  double seconds = 0, compile_seconds = 0;
+};
+
+// A finding in a generated kernel is mfagen's bug, not the user's: exit 2,
+// nothing written.
+class KernelFindings : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+KernelRun execute_on_cpu(const plan::KernelPlan& plan, const DispatchPlan& dispatch,
+                         const std::map<uint32_t, std::span<std::byte>>& tensors, bool no_detectors) {
+  cpu::CompileOptions options;
+  options.instrument = !no_detectors;
+  cpu::CompileStats compile_stats;
+  auto module = cpu::compile(render::render_forward(plan), plan.entry + ".metal", options, &compile_stats);
+  cpu::Detectors detectors;
+  if (no_detectors) detectors = {false, false, false, false};
+  const cpu::DispatchResult result = cpu::execute(*module, dispatch, tensors, detectors);
+  if (!result.clean()) {
+    for (const cpu::LaunchResult& l : result.launches)
+      for (const cpu::Finding& f : l.findings) fmt::print(stderr, "{}\n", f.to_string());
+    throw KernelFindings(fmt::format("{} detector finding(s) in generated kernel {}; no output written",
+                                     result.findings_total(), plan.entry));
+  }
+  return {result.seconds(), compile_stats.seconds};
+}
+
 int run(const RunArgs& args) {
   if (args.backend != "cpu") {
     if (args.backend == "metal")
@@ -149,11 +198,18 @@ int run(const RunArgs& args) {
     call.alibi_per_batch = slopes.per_batch;
     slope_bytes = std::move(slopes.bytes);
   }
-  DispatchPlan dispatch;
-  try {
-    dispatch = plan_forward(plan::forward_kernel_info(plan), call);
-  } catch (const DispatchError& e) {
-    throw UserError(e.what());
+  // A backward call first runs the forward kernel of the same features for
+  // out and lse (DESIGN.md section 10), then the backward kernels.
+  const bool backward = plan.spec.kind == spec::Kind::backward;
+  const plan::KernelPlan forward = backward ? plan::plan_kernel(forward_of(plan.spec)) : plan;
+  const DispatchPlan dispatch = dispatch_for(forward, call);
+  std::optional<InputTensor> d_out;
+  if (backward) {
+    d_out = read_input("--do", args.d_out);
+    if (d_out->shape != std::vector<uint64_t>{shape.batch, shape.heads_q, shape.seq_q, plan.spec.head_dim_v})
+      throw UserError(fmt::format("{} has shape {}; dO must have the shape of out, ({}, {}, {}, {})", d_out->what,
+                                  io::shape_repr(d_out->shape), shape.batch, shape.heads_q, shape.seq_q,
+                                  plan.spec.head_dim_v));
   }
 
   auto rounded = [&](const InputTensor& t) {
@@ -171,40 +227,62 @@ int run(const RunArgs& args) {
     throw UserError(fmt::format("--out-dir {}: cannot create the directory{}", args.out_dir,
                                 ec ? ": " + ec.message() : ""));
 
-  cpu::CompileOptions options;
-  options.instrument = !args.no_detectors;
-  cpu::CompileStats compile_stats;
-  auto module = cpu::compile(render::render_forward(plan), plan.entry + ".metal", options, &compile_stats);
   std::map<uint32_t, std::span<std::byte>> tensors = {
       {plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes}, {plan::kOutIndex, out_bytes}};
-  if (plan.spec.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
+  if (forward.spec.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
-  cpu::Detectors detectors;
-  if (args.no_detectors) detectors = {false, false, false, false};
-  const cpu::DispatchResult result = cpu::execute(*module, dispatch, tensors, detectors);
-  if (!result.clean()) {
-    // A finding in a generated kernel is mfagen's bug, not the user's.
-    for (const cpu::LaunchResult& l : result.launches)
-      for (const cpu::Finding& f : l.findings) fmt::print(stderr, "{}\n", f.to_string());
-    fmt::print(stderr, "mfagen run: internal error: {} detector finding(s) in generated kernel {}; no output written\n",
-               result.findings_total(), plan.entry);
-    return kExitInternalError;
-  }
+  KernelRun run = execute_on_cpu(forward, dispatch, tensors, args.no_detectors);
 
   const std::filesystem::path dir(args.out_dir);
+  std::vector<std::string> written = {(dir / "out.npy").string()};
+  std::vector<std::byte> dq, dk, dv;
+  if (backward) {
+    const DispatchPlan grads = dispatch_for(plan, call);
+    std::vector<std::byte> do_bytes = rounded(*d_out);
+    dq.resize(grads.buffer("dq")->bytes);
+    dk.resize(grads.buffer("dk")->bytes);
+    dv.resize(grads.buffer("dv")->bytes);
+    tensors[plan::kDOutIndex] = do_bytes;
+    tensors[plan::kDqIndex] = dq;
+    tensors[plan::kDkIndex] = dk;
+    tensors[plan::kDvIndex] = dv;
+    const KernelRun backward_run = execute_on_cpu(plan, grads, tensors, args.no_detectors);
+    run.seconds += backward_run.seconds;
+    run.compile_seconds += backward_run.compile_seconds;
+  }
+
   write_output(dir / "out.npy", decode_elements(out_bytes, dtype),
                {shape.batch, shape.heads_q, shape.seq_q, plan.spec.head_dim_v});
-  if (plan.spec.lse) write_output(dir / "lse.npy", lse, {shape.batch, shape.heads_q, shape.seq_q});
-  fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the cpu backend in {:.3f} s (compile {:.2f} s{}); "
+  if (forward.spec.lse) {
+    write_output(dir / "lse.npy", lse, {shape.batch, shape.heads_q, shape.seq_q});
+    written.push_back((dir / "lse.npy").string());
+  }
+  if (backward) {
+    write_output(dir / "dq.npy", decode_elements(dq, dtype), q.shape);
+    write_output(dir / "dk.npy", decode_elements(dk, dtype), k.shape);
+    write_output(dir / "dv.npy", decode_elements(dv, dtype), v.shape);
+    for (const char* name : {"dq.npy", "dk.npy", "dv.npy"}) written.push_back((dir / name).string());
+  }
+  std::string files;
+  for (const std::string& w : written) files += (files.empty() ? "" : ", ") + w;
+  fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the cpu backend in {:.3f} s (compile {:.2f} s); "
              "wrote {}{}\n",
-             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, result.seconds(),
-             compile_stats.seconds, compile_stats.cache_hit ? ", cached" : "", (dir / "out.npy").string(),
-             plan.spec.lse ? " and " + (dir / "lse.npy").string() : " (the kernel has lse: false, so no lse.npy)");
+             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, run.seconds,
+             run.compile_seconds, files, forward.spec.lse ? "" : " (the kernel has lse: false, so no lse.npy)");
   return kExitOk;
 }
 
 }  // namespace
+
+int run_reporting_findings(const RunArgs& args) {
+  try {
+    return run(args);
+  } catch (const KernelFindings& e) {
+    fmt::print(stderr, "mfagen run: internal error: {}\n", e.what());
+    return kExitInternalError;
+  }
+}
 
 void register_run_command(CLI::App& app, CommandAction& action) {
   auto args = std::make_shared<RunArgs>();
@@ -218,7 +296,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "Inputs are .npy arrays of dtype <f4, <f2 or <f8 in BHSD layout: q (B, Hq, Sq, D),\n"
       "k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv); values are rounded to the kernel's dtype\n"
       "(round-to-nearest-even). Writes OUT_DIR/out.npy (<f4, (B, Hq, Sq, Dv), exact widening)\n"
-      "and OUT_DIR/lse.npy (<f4, (B, Hq, Sq), natural log) atomically.\n"
+      "and OUT_DIR/lse.npy (<f4, (B, Hq, Sq), natural log) atomically. With --do DO.npy (the shape\n"
+      "of out) and a backward spec, also dq.npy, dk.npy and dv.npy (the forward runs first).\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
@@ -240,7 +319,7 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       ->required()
       ->type_name("DIR");
   run_app->add_flag("--no-detectors", args->no_detectors, "run without the cpu backend's detectors (faster)");
-  run_app->callback([args, &action] { action = [args] { return run(*args); }; });
+  run_app->callback([args, &action] { action = [args] { return run_reporting_findings(*args); }; });
 }
 
 }  // namespace mfagen::cli
