@@ -63,4 +63,69 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   return c;
 }
 
+namespace {
+
+struct QueryRange {
+  int64_t begin = 0, end = 0;
+};
+
+// Queries that may see a key of [first_key, last_key]: the dkdv kernel's loop
+// bounds (causal and window rules).
+QueryRange seeing_queries(const KernelPlan& plan, const CostShape& s, int64_t first_key, int64_t last_key) {
+  const spec::KernelSpec& k = plan.spec;
+  const bool has_offset = k.causal != spec::Causal::none || k.window || k.alibi;
+  const int64_t offset = has_offset && k.causal != spec::Causal::top_left ? int64_t(s.seq_k) - int64_t(s.seq_q) : 0;
+  QueryRange r{0, int64_t(s.seq_q)};
+  if (k.causal != spec::Causal::none) r.begin = std::max(r.begin, first_key - offset);
+  if (k.window && s.window_right >= 0) r.begin = std::max(r.begin, first_key - offset - s.window_right);
+  if (k.window && s.window_left >= 0) r.end = std::min(r.end, last_key - offset + s.window_left + 1);
+  r.end = std::max(r.end, r.begin);
+  return r;
+}
+
+}  // namespace
+
+BackwardCost backward_cost(const KernelPlan& plan, const CostShape& s) {
+  BackwardCost c;
+  const uint64_t e = spec::dtype_bytes(plan.spec.dtype);
+  const uint64_t d = plan.spec.head_dim, dv = plan.spec.head_dim_v;
+  const uint64_t q_heads = s.batch * s.heads_q;
+  const uint64_t group = s.heads_q / s.heads_kv;
+
+  // dQ kernel: per query block, the visible keys of K and V (K twice here).
+  uint64_t dq_keys = 0;
+  double pairs = 0;
+  for (uint64_t b = 0; b * plan.block_q < s.seq_q; ++b) {
+    const int64_t first = int64_t(b * plan.block_q), last = int64_t(std::min((b + 1) * plan.block_q, s.seq_q)) - 1;
+    const KeyRange r = visible_range(plan, s, first, last);
+    dq_keys += uint64_t(r.end - r.begin);
+  }
+  for (uint64_t i = 0; i < s.seq_q; ++i) {
+    const KeyRange r = visible_range(plan, s, int64_t(i), int64_t(i));
+    pairs += double(r.end - r.begin);
+  }
+  // dK/dV kernel: per key block and q head of its group, the queries that see
+  // any of its keys (q twice here, dO once, lse and D per query).
+  uint64_t dkdv_queries = 0;
+  for (uint64_t b = 0; b * plan.block_k < s.seq_k; ++b) {
+    const int64_t first_key = int64_t(b * plan.block_k);
+    const int64_t last_key = int64_t(std::min((b + 1) * plan.block_k, s.seq_k)) - 1;
+    const QueryRange r = seeing_queries(plan, s, first_key, last_key);
+    const int64_t begin = r.begin, end = r.end;
+    dkdv_queries += uint64_t(std::max<int64_t>(end - begin, 0));
+  }
+  c.flops = 2.0 * pairs * double(q_heads) * double(3 * d + 2 * dv);
+  const uint64_t kv_once = s.batch * s.heads_kv * s.seq_k * (d + dv) * e;
+  const uint64_t q_do_once = q_heads * s.seq_q * (d + dv) * e;
+  const uint64_t rows = q_heads * s.seq_q * 4;  // lse or D, float
+  const uint64_t preprocess = q_heads * s.seq_q * 2 * dv * e + rows;  // read out and dO, write D
+  const uint64_t dkdv_reads = s.batch * s.heads_kv * group * dkdv_queries * ((d + dv) * e + 2 * 4);
+  const uint64_t dq_reads = q_heads * dq_keys * (d + dv) * e;
+  const uint64_t writes = kv_once + q_heads * s.seq_q * d * e;  // dK, dV, dQ
+  c.fa2_model_bytes = preprocess + kv_once + dkdv_reads + q_do_once + 2 * rows + dq_reads + writes;
+  c.kernel_device_bytes = c.fa2_model_bytes + s.batch * s.heads_kv * group * dkdv_queries * d * e +
+                          q_heads * dq_keys * d * e;
+  return c;
+}
+
 }  // namespace mfagen::plan

@@ -4,6 +4,7 @@
 // blocks causal masking and sliding windows skip.
 // Usage: forward_figures [SEQ] [HEAD_DIM] [WINDOW_LEFT]
 //        forward_figures decode [SEQ_K] [HEAD_DIM]   (1 query, 8 q heads over 1 kv head)
+//        forward_figures backward [SEQ] [HEAD_DIM]
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -42,7 +43,44 @@ int decode_figures(uint64_t seq_k, uint32_t d) {
   return outcome.ok() ? 0 : 1;
 }
 
+// Backward: bytes the three backward launches move against FlashAttention-2's
+// backward IO model, and backward work against forward work.
+int backward_figures(uint64_t seq, uint32_t d) {
+  fmt::print("backward float16, Sq = Sk = {}, D = Dv = {}, batch 1, 1 head\n", seq, d);
+  for (spec::Causal causal : {spec::Causal::none, spec::Causal::bottom_right}) {
+    test::ForwardCase c;
+    c.kind = spec::Kind::backward;
+    c.dtype = spec::DType::float16;
+    c.head_dim = d;
+    c.causal = causal;
+    c.seq_q = c.seq_k = seq;
+    const test::ForwardOutcome outcome = test::run_forward_case(c);
+    uint64_t counted = 0;
+    for (const auto& [index, t] : outcome.backward.traffic())
+      if (index != plan::kParamsIndex && index != plan::kDRowsIndex) counted += t.bytes_read + t.bytes_written;
+    for (const auto& [index, t] : outcome.backward.traffic())
+      if (index == plan::kDRowsIndex) counted += t.bytes_read + t.bytes_written;  // D is device memory too
+    const plan::KernelPlan bplan = plan::plan_kernel(test::make_spec(c));
+    test::ForwardCase fc = c;
+    fc.kind = spec::Kind::forward;
+    const plan::KernelPlan fplan = plan::plan_kernel(test::make_spec(fc));
+    const plan::BackwardCost cost = plan::backward_cost(bplan, {1, 1, 1, seq, seq});
+    const plan::ForwardCost fcost = plan::forward_cost(fplan, {1, 1, 1, seq, seq});
+    fmt::print("{:<13} counted {} bytes, kernel model {} (ratio {:.3f}), FlashAttention-2 model {} (x{:.2f}); "
+               "backward/forward FLOPs {:.2f}, run time {:.2f}; ok: {}\n",
+               spec::to_string(causal), counted, cost.kernel_device_bytes,
+               double(counted) / double(cost.kernel_device_bytes), cost.fa2_model_bytes,
+               double(counted) / double(cost.fa2_model_bytes), cost.flops / fcost.flops,
+               outcome.backward.seconds() / outcome.dispatch.seconds(), outcome.ok() ? "yes" : "NO");
+    if (!outcome.ok()) fmt::print("{}", outcome.report());
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "backward")
+    return backward_figures(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024,
+                            argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 128);
   if (argc > 1 && std::string(argv[1]) == "decode")
     return decode_figures(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 32768,
                           argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 128);

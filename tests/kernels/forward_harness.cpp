@@ -9,7 +9,9 @@
 #include <span>
 #include <vector>
 
+#include "attention_backward_reference.h"
 #include "attention_reference.h"
+#include "gradient_tolerance.h"
 #include "mfagen/forward_dispatch.h"
 #include "plan/kernel_plan.h"
 #include "random_inputs.h"
@@ -139,6 +141,8 @@ std::string ForwardCase::describe() const {
   if (softcap > 0) d += fmt::format(" softcap={}", softcap);
   if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
   if (kind == spec::Kind::decode) d += fmt::format(" decode splits={}", splits ? std::to_string(splits) : "auto");
+  if (kind == spec::Kind::backward) d += " backward";
+  if (q_scale != 1 || kv_scale != 1) d += fmt::format(" q x{} kv x{}", q_scale, kv_scale);
   return d;
 }
 
@@ -146,8 +150,12 @@ std::string ForwardOutcome::report() const {
   std::string r = fmt::format("out: {} (max error {:.3g}, naive {:.3g}, bound {:.3g}) {}\nlse: {} {}\n",
                               out.ok ? "ok" : "FAIL", out.max_abs_error, out.naive_error, out.bound, out.detail,
                               lse.ok ? "ok" : "FAIL", lse.detail);
-  for (const cpu::LaunchResult& l : dispatch.launches)
-    for (const cpu::Finding& f : l.findings) r += f.to_string() + "\n";
+  for (const reference::ToleranceVerdict& g : gradients)
+    r += fmt::format("{} (max error {:.3g}, naive {:.3g}, bound {:.3g}) {}\n", g.ok ? "ok" : "FAIL", g.max_abs_error,
+                     g.naive_error, g.bound, g.detail);
+  for (const cpu::DispatchResult* d : {&dispatch, &backward})
+    for (const cpu::LaunchResult& l : d->launches)
+      for (const cpu::Finding& f : l.findings) r += f.to_string() + "\n";
   return r;
 }
 
@@ -172,7 +180,10 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
 }
 
 ForwardOutcome run_forward_case(const ForwardCase& c) {
-  const plan::KernelPlan plan = plan::plan_kernel(make_spec(c));
+  // A backward case first runs the forward kernel of the same features.
+  ForwardCase forward_case = c;
+  if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;
+  const plan::KernelPlan plan = plan::plan_kernel(make_spec(forward_case));
   ForwardOutcome outcome;
   outcome.kernel_source = render::render_forward(plan);
   auto module = cpu::compile(outcome.kernel_source, plan.entry + ".metal", cpu::CompileOptions{});
@@ -188,9 +199,9 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   problem.head_dim_v = plan.spec.head_dim_v;
   problem.causal = causal_mode(c.causal);
   problem.scale = c.scale;
-  problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type);
-  problem.k = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim, c.seed * 3 + 1, type);
-  problem.v = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim_v, c.seed * 3 + 2, type);
+  problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type, c.q_scale);
+  problem.k = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim, c.seed * 3 + 1, type, c.kv_scale);
+  problem.v = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim_v, c.seed * 3 + 2, type, c.kv_scale);
   problem.window = c.window;
   problem.softcap = c.softcap;
   MaskData mask;
@@ -253,10 +264,40 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   const reference::AttentionResult naive = reference::naive_attention_in_dtype(problem, type);
   const std::vector<float> got = read_tensor(out, c.batch, c.heads_q, c.seq_q, problem.head_dim_v, strides.out, type);
   outcome.out = reference::check_output(got, expected, naive, type, problem);
+  outcome.judge_forward = c.judge_forward;
   outcome.out_values = got;
   outcome.lse_values = lse;
   for (const KernelLaunch& l : dispatch.launches)
     if (l.entry == plan.entry && plan.spec.kind == spec::Kind::decode) outcome.splits = l.threadgroups[0];
+  if (c.kind == spec::Kind::backward) {
+    // dO, then the backward kernels on the forward's out and lse.
+    const std::vector<double> d_out =
+        reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim_v, c.seed * 3 + 7, type);
+    const plan::KernelPlan bplan = plan::plan_kernel(make_spec(c));
+    auto bmodule = cpu::compile(render::render_forward(bplan), bplan.entry + ".metal", cpu::CompileOptions{});
+    const DispatchPlan bdispatch = plan_forward(plan::forward_kernel_info(bplan), call);
+    std::vector<std::byte> do_bytes = device_tensor(d_out, c.batch, c.heads_q, c.seq_q, problem.head_dim_v, strides.out,
+                                                    type, bdispatch.buffer("d_out")->bytes);
+    std::vector<std::byte> dq(bdispatch.buffer("dq")->bytes, std::byte{0x7f}), dk(bdispatch.buffer("dk")->bytes, std::byte{0x7f}),
+        dv(bdispatch.buffer("dv")->bytes, std::byte{0x7f});
+    tensors[plan::kDOutIndex] = do_bytes;
+    tensors[plan::kDqIndex] = dq;
+    tensors[plan::kDkIndex] = dk;
+    tensors[plan::kDvIndex] = dv;
+    outcome.backward = cpu::execute(*bmodule, bdispatch, tensors);
+    const reference::AttentionGradients want = reference::reference_attention_backward(problem, d_out);
+    const reference::AttentionGradients naive_grads = reference::naive_attention_backward_in_dtype(problem, d_out, type);
+    const std::vector<float> got_dq = read_tensor(dq, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type);
+    const std::vector<float> got_dk = read_tensor(dk, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k, type);
+    const std::vector<float> got_dv = read_tensor(dv, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v, type);
+    outcome.gradient_values = {got_dq, got_dk, got_dv};
+    outcome.gradients.push_back(reference::check_gradient(got_dq, want.dq, naive_grads.dq, type, "dq",
+                                                          {c.batch, c.heads_q, c.seq_q, problem.head_dim}));
+    outcome.gradients.push_back(reference::check_gradient(got_dk, want.dk, naive_grads.dk, type, "dk",
+                                                          {c.batch, c.heads_kv, c.seq_k, problem.head_dim}));
+    outcome.gradients.push_back(reference::check_gradient(got_dv, want.dv, naive_grads.dv, type, "dv",
+                                                          {c.batch, c.heads_kv, c.seq_k, problem.head_dim_v}));
+  }
   outcome.lse = c.lse ? reference::check_lse(lse, expected, problem) : reference::ToleranceVerdict{true, 0, 0, 0, "no lse"};
   return outcome;
 }

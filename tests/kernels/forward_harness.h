@@ -39,8 +39,14 @@ struct ForwardCase {
   double softcap = 0;
   bool alibi = false;
   bool alibi_per_batch = false;
-  spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16)
+  spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16); backward: dq, dk, dv
+                                          // after the forward kernel of the same features
   uint32_t splits = 0;                    // decode: 0 = chosen from the shape
+  double q_scale = 1, kv_scale = 1;       // standard deviations of the random q and of k, v
+  // Backward cases whose forward is only the means (large logits in float32,
+  // where the naive float32 forward itself exceeds DESIGN.md's atol): judge
+  // the gradients only.
+  bool judge_forward = true;
   bool bshd = false;         // lay q, k, v, out out as (B, S, H, D) through strides
   uint64_t seed = 1;
   std::string describe() const;
@@ -49,12 +55,20 @@ struct ForwardCase {
 struct ForwardOutcome {
   reference::ToleranceVerdict out;
   reference::ToleranceVerdict lse;  // ok when the kernel has no lse
+  bool judge_forward = true;
   cpu::DispatchResult dispatch;
+  cpu::DispatchResult backward;                    // backward cases: the three backward launches
+  std::vector<reference::ToleranceVerdict> gradients;  // backward cases: dq, dk, dv
+  std::vector<std::vector<float>> gradient_values;     // backward cases: dq, dk, dv as written
   uint32_t splits = 0;             // decode: the key splits the dispatch used
   std::vector<float> out_values;   // (B, Hq, Sq, Dv) as the kernel wrote them
   std::vector<float> lse_values;   // (B, Hq, Sq)
   std::string kernel_source;
-  bool ok() const { return out.ok && lse.ok && dispatch.clean(); }
+  bool ok() const {
+    bool grads = backward.clean();
+    for (const reference::ToleranceVerdict& g : gradients) grads = grads && g.ok;
+    return (out.ok || !judge_forward) && lse.ok && dispatch.clean() && grads;
+  }
   std::string report() const;  // verdicts and findings, for test failure messages
 };
 
