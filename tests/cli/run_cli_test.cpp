@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "attention_backward_reference.h"
 #include "attention_reference.h"
+#include "gradient_tolerance.h"
 #include "io/npy.h"
 #include "random_inputs.h"
 #include "run_process.h"
@@ -30,6 +32,7 @@ constexpr const char* kSpecSet = R"({"kernels": [
   {"dtype": "float16", "head_dim": 16, "mask": "additive", "softcap": true, "alibi": true, "window": true},
   {"dtype": "float32", "head_dim": 16, "mask": "bool", "causal": "top_left"},
   {"kind": "decode", "dtype": "float16", "head_dim": 8},
+  {"kind": "backward", "dtype": "float32", "head_dim": 16, "head_dim_v": 8, "causal": "bottom_right"},
   {"dtype": "float16", "head_dim": 8},
   {"dtype": "bfloat16", "head_dim": 32, "head_dim_v": 16, "gqa": false},
   {"dtype": "float32", "head_dim": 24, "lse": false}
@@ -253,6 +256,43 @@ TEST_F(RunCli, DecodeKernelForFewQueriesForwardForMany) {
   }
 }
 
+TEST_F(RunCli, BackwardWritesGradients) {
+  auto p = problem_of(1, 4, 2, 9, 14, 16, 8, reference::CausalMode::bottom_right);
+  const std::string q = tensor("q.npy", {1, 4, 9, 16}, 41, ElementType::float32, &p.q);
+  const std::string k = tensor("k.npy", {1, 2, 14, 16}, 42, ElementType::float32, &p.k);
+  const std::string v = tensor("v.npy", {1, 2, 14, 8}, 43, ElementType::float32, &p.v);
+  std::vector<double> d_out;
+  const std::string d = tensor("do.npy", {1, 4, 9, 8}, 44, ElementType::float32, &d_out);
+  auto r = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--do", d, "--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_bwd_f32_d16_dv8_causal_br_gqa:"));
+  const auto want = reference::reference_attention_backward(p, d_out);
+  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
+  const fs::path dir(out_dir());
+  const struct {
+    const char* file;
+    const std::vector<double>* reference;
+    const std::vector<double>* naive;
+    std::array<uint64_t, 4> shape;
+  } grads[] = {{"dq.npy", &want.dq, &naive.dq, {1, 4, 9, 16}},
+               {"dk.npy", &want.dk, &naive.dk, {1, 2, 14, 16}},
+               {"dv.npy", &want.dv, &naive.dv, {1, 2, 14, 8}}};
+  for (const auto& g : grads) {
+    const NpyArray a = io::read_npy(dir / g.file);
+    EXPECT_EQ(a.shape, std::vector<uint64_t>(g.shape.begin(), g.shape.end())) << g.file;
+    const auto verdict = reference::check_gradient(a.values<float>(), *g.reference, *g.naive, ElementType::float32,
+                                                   g.file, g.shape);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+  }
+  EXPECT_TRUE(fs::exists(dir / "out.npy"));
+  EXPECT_TRUE(fs::exists(dir / "lse.npy"));
+  // dO of the wrong shape.
+  auto bad = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--do", q, "--out-dir", (dir_ / "bad").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("dO must have the shape of out, (1, 4, 9, 8)"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
 TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
   std::vector<double> x;
   const std::string q = tensor("q.npy", {1, 4, 8, 64}, 1, ElementType::float16, &x);
@@ -278,7 +318,7 @@ TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
       {{"--q", (dir_ / "missing.npy").string(), "--k", k, "--v", v}, "missing.npy"},
       {{"--q", q, "--k", k, "--v", v, "--dtype", "float32"}, "has no kernel for this call (head_dim 64, head_dim_v 64, 4 q heads over 2 kv heads, 8 queries, dtype float32)"},
       {{"--q", q, "--k", k, "--v", v, "--mask", q}, "has no kernel for this call"},
-      {{"--q", q, "--k", k, "--v", v, "--do", q}, "dO (backward)"},
+      {{"--q", q, "--k", k, "--v", v, "--do", q}, "dO (backward)"},  // no backward kernel with head_dim 64
       {{"--q", q, "--k", k, "--v", v, "--backend", "metal"}, "only on Apple platforms"},
       {{"--q", q, "--k", k, "--v", v, "--scale=-1"}, "--scale -1: expected a finite number > 0"},
       {{"--q", q, "--k", k, "--v", v, "--causal", "diagonal"}, "--causal diagonal: not a valid value"},
