@@ -1,0 +1,35 @@
+// A backend executes dispatch plans (DESIGN.md section 8): cpu (the
+// generated MSL compiled as host code, runtime/library/cpu_backend.*) and
+// metal (Apple platforms only, runtime/backends/metal). Tensors are bound by
+// buffer index as bytes in the layout the plan describes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string_view>
+
+#include "mfagen/library.h"
+
+namespace mfagen {
+
+using TensorMap = std::map<uint32_t, std::span<std::byte>>;
+
+struct RunStats {
+  double seconds = 0;         // execution of all launches
+  double compile_seconds = 0; // first use of a kernel file (cached afterwards)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // Runs every launch of `plan` (made for `kernel` of `library`) in order.
+  // `tensors` holds every non-scratch buffer except params; the backend
+  // allocates scratch buffers and binds the params bytes.
+  virtual RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
+                       const TensorMap& tensors) = 0;
+};
+
+}  // namespace mfagen

@@ -1,0 +1,43 @@
+// The cpu backend behind the runtime's Backend interface: compiles a
+// kernel's .metal file once (cpu::compile, cached on disk and in memory) and
+// runs plans with cpu::execute, every detector on unless told otherwise.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "mfagen/backend.h"
+#include "mfagen/cpu/backend.h"
+
+namespace mfagen {
+
+class CpuBackend final : public Backend {
+ public:
+  // Returns the MSL of a kernel file; default: read it from the library's directory.
+  using SourceProvider = std::function<std::string(const Library&, const KernelEntry&)>;
+
+  explicit CpuBackend(bool detectors = true, SourceProvider sources = {});
+  std::string_view name() const override { return "cpu"; }
+  RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
+               const TensorMap& tensors) override;
+
+ private:
+  std::shared_ptr<const cpu::Module> module(const Library& library, const KernelEntry& kernel, RunStats& stats);
+
+  bool detectors_;
+  SourceProvider sources_;
+  std::mutex mutex_;  // guards modules_ (compiling is not the hot path)
+  std::unordered_map<std::string, std::shared_ptr<const cpu::Module>> modules_;  // by file + hash
+};
+
+// A detector finding in a generated kernel: a bug in mfagen, reported with
+// every finding's text.
+class KernelFindingsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace mfagen

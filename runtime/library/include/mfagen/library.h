@@ -1,0 +1,95 @@
+// The runtime library apps link (DESIGN.md section 8): load the manifest of
+// the kernels an app vendored, pick one per call by shape, plan its dispatch.
+// No generator, clang or JSON on the hot path: Library::load parses the
+// manifest once into an immutable table; select() and plan() allocate
+// nothing but the returned plan and take no locks, so any number of threads
+// may call them concurrently.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mfagen/forward_dispatch.h"
+
+namespace mfagen {
+
+enum class ElementType : uint8_t { float16, bfloat16, float32 };
+enum class KernelKind : uint8_t { forward, decode, backward };
+enum class CausalMode : uint8_t { none, top_left, bottom_right };
+
+// One kernel of the manifest: what selection compares and what dispatch needs.
+struct KernelEntry {
+  std::string name;
+  std::string file;  // relative to the manifest's directory
+  std::string hash;
+  KernelKind kind = KernelKind::forward;
+  ElementType dtype = ElementType::float16;
+  CausalMode causal = CausalMode::none;
+  ForwardKernelInfo info;  // head dims, tiles, features, entry points
+  uint32_t params_bytes = 0;
+};
+
+// What a call needs: the selection key. Features absent from the call must be
+// absent from the kernel (a kernel with a window or mask expects its inputs).
+struct AttentionQuery {
+  KernelKind kind = KernelKind::forward;  // forward calls may be served by decode kernels
+  ElementType dtype = ElementType::float16;
+  uint32_t head_dim = 0, head_dim_v = 0;
+  CausalMode causal = CausalMode::none;
+  MaskInput mask = MaskInput::none;
+  bool window = false, softcap = false, alibi = false;
+  bool need_lse = false;
+  AttentionShape shape;
+};
+
+class SelectionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ManifestError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Library {
+ public:
+  // Reads manifest.json; kernel files are resolved against its directory.
+  static Library load(const std::filesystem::path& manifest);
+  // Parses manifest text; `directory` is where its kernel files live.
+  static Library load_from_memory(std::string_view manifest_json, std::filesystem::path directory = {});
+
+  const std::vector<KernelEntry>& kernels() const { return kernels_; }
+  const std::filesystem::path& directory() const { return directory_; }
+
+  // The most specific kernel for the query (rule below), or nullptr. No
+  // allocation. Rule: every compile-time fact must match (dtype, head dims,
+  // causal mode, mask kind, window, softcap, alibi; gqa unless heads_q ==
+  // heads_kv; lse when needed; decode kernels only for seq_q <= 16; backward
+  // only for backward queries). Among the matches: a decode kernel for
+  // seq_q <= 16, then a kernel without gqa when heads_q == heads_kv, then
+  // one without lse when the call does not need it; ties go to manifest order.
+  const KernelEntry* find(const AttentionQuery& query) const noexcept;
+  // find(), or SelectionError saying what was asked and which kernels are closest.
+  const KernelEntry& select(const AttentionQuery& query) const;
+
+  // The dispatch plan of `kernel` for one call (runtime/dispatch).
+  static DispatchPlan plan(const KernelEntry& kernel, const ForwardCall& call) {
+    return plan_forward(kernel.info, call);
+  }
+
+ private:
+  std::vector<KernelEntry> kernels_;
+  std::filesystem::path directory_;
+};
+
+std::string_view to_string(ElementType);
+std::string_view to_string(KernelKind);
+std::string_view to_string(CausalMode);
+
+}  // namespace mfagen
