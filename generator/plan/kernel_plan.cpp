@@ -32,17 +32,17 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
 // memory, balanced so that every pass has about the same width. Passes
 // narrower than 32 columns (or than the head dim, if smaller) waste most of
 // each barrier, so block_k values that would need them are refused.
-uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k) {
+uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t reserved_bytes) {
   const uint32_t bytes = spec::dtype_bytes(s.dtype);
   const uint32_t widest = round_up(std::max(s.head_dim, s.head_dim_v), 8);
   const uint32_t narrowest = std::min(widest, 32u);
-  const uint32_t fits = kMaxThreadgroupBytes / (block_k * bytes) / 8 * 8;
+  const uint32_t fits = (kMaxThreadgroupBytes - reserved_bytes) / (block_k * bytes) / 8 * 8;
   if (fits < narrowest)
     refuse(s, "tiles.block_k",
            fmt::format("block_k {} needs {} bytes of threadgroup memory for a {}-column K/V tile of {}, over the "
                        "{}-byte limit; use block_k <= {}",
                        block_k, uint64_t(block_k) * narrowest * bytes, narrowest, spec::to_string(s.dtype),
-                       kMaxThreadgroupBytes, kMaxThreadgroupBytes / (narrowest * bytes) / 8 * 8));
+                       kMaxThreadgroupBytes, (kMaxThreadgroupBytes - reserved_bytes) / (narrowest * bytes) / 8 * 8));
   const uint32_t passes = ceil_div(widest, fits);
   return round_up(ceil_div(widest, passes), 8);
 }
@@ -149,11 +149,13 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
                        limit));
 
   // Backward kernels stage block_q rows (q, dO) in dkdv and block_k rows (K, V) in dq.
+  // dkdv also keeps the lse and D of a query block (2 floats per query).
   const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.block_k;
-  p.chunk = choose_chunk(s, staged_rows);
+  const uint32_t reserved = backward ? 2 * 4 * p.block_q : 0;
+  p.chunk = choose_chunk(s, staged_rows, reserved);
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
-  p.threadgroup_bytes = staged_rows * p.chunk * spec::dtype_bytes(s.dtype);
+  p.threadgroup_bytes = staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved;
   p.buffers = buffer_table(s);
   p.params_bytes = params_bytes(s);
   return p;
