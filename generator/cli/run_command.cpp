@@ -20,7 +20,9 @@
 #include "errors.h"
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
-#include "mfagen/cpu/execute_dispatch.h"
+#include "emit/manifest.h"
+#include "mfagen/cpu_backend.h"
+#include "mfagen/library.h"
 #include "mfagen/forward_dispatch.h"
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
@@ -106,42 +108,39 @@ spec::KernelSpec forward_of(const spec::KernelSpec& backward) {
   return f;
 }
 
-DispatchPlan dispatch_for(const plan::KernelPlan& plan, const ForwardCall& call) {
+DispatchPlan dispatch_for(const KernelEntry& kernel, const ForwardCall& call) {
   try {
-    return plan_forward(plan::forward_kernel_info(plan), call);
+    return Library::plan(kernel, call);
   } catch (const DispatchError& e) {
     throw UserError(e.what());
   }
 }
 
-struct KernelRun {
-  double seconds = 0, compile_seconds = 0;
-};
+// Kernels as an app's runtime sees them: the rendered kernels of `plans`
+// behind an in-memory manifest, run by the cpu backend.
+struct RunLibrary {
+  std::vector<plan::KernelPlan> plans;
+  std::map<std::string, std::string> sources;  // by kernel file name
+  Library library;
 
-// A finding in a generated kernel is mfagen's bug, not the user's: exit 2,
-// nothing written.
-class KernelFindings : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-KernelRun execute_on_cpu(const plan::KernelPlan& plan, const DispatchPlan& dispatch,
-                         const std::map<uint32_t, std::span<std::byte>>& tensors, bool no_detectors) {
-  cpu::CompileOptions options;
-  options.instrument = !no_detectors;
-  cpu::CompileStats compile_stats;
-  auto module = cpu::compile(render::render_forward(plan), plan.entry + ".metal", options, &compile_stats);
-  cpu::Detectors detectors;
-  if (no_detectors) detectors = {false, false, false, false};
-  const cpu::DispatchResult result = cpu::execute(*module, dispatch, tensors, detectors);
-  if (!result.clean()) {
-    for (const cpu::LaunchResult& l : result.launches)
-      for (const cpu::Finding& f : l.findings) fmt::print(stderr, "{}\n", f.to_string());
-    throw KernelFindings(fmt::format("{} detector finding(s) in generated kernel {}; no output written",
-                                     result.findings_total(), plan.entry));
+  explicit RunLibrary(std::vector<plan::KernelPlan> planned) : plans(std::move(planned)) {
+    std::vector<std::string> rendered;
+    for (const plan::KernelPlan& p : plans) {
+      rendered.push_back(render::render_forward(p));
+      sources[emit::kernel_file_name(p)] = rendered.back();
+    }
+    library = Library::load_from_memory(emit::manifest_json(plans, rendered));
   }
-  return {result.seconds(), compile_stats.seconds};
-}
+  const plan::KernelPlan& plan_of(const KernelEntry& k) const {
+    for (const plan::KernelPlan& p : plans)
+      if (p.entry == k.name) return p;
+    throw std::logic_error("no plan for kernel " + k.name);
+  }
+  RunStats run(const KernelEntry& kernel, const DispatchPlan& dispatch, const TensorMap& tensors, bool detectors) {
+    CpuBackend backend(detectors, [this](const Library&, const KernelEntry& k) { return sources.at(k.file); });
+    return backend.run(library, kernel, dispatch, tensors);
+  }
+};
 
 int run(const RunArgs& args) {
   if (args.backend != "cpu") {
@@ -152,7 +151,7 @@ int run(const RunArgs& args) {
   if (args.scale && !(std::isfinite(*args.scale) && *args.scale > 0))
     throw UserError(fmt::format("--scale {}: expected a finite number > 0", *args.scale));
 
-  const std::vector<plan::KernelPlan> plans = plan_all(args.spec);
+  RunLibrary set(plan_all(args.spec));
   const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
   require_same(q, 0, k, 0, "the batch sizes");
   require_same(k, 0, v, 0, "the batch sizes");
@@ -164,19 +163,22 @@ int run(const RunArgs& args) {
                                 q.what, q.shape[1], k.what, k.shape[1]));
 
   RunRequest request;
+  request.batch = q.shape[0];
   request.head_dim = q.shape[3];
   request.head_dim_v = v.shape[3];
   request.heads_q = q.shape[1];
   request.heads_kv = k.shape[1];
   request.seq_q = q.shape[2];
-  request.mask = !args.mask.empty();
+  request.seq_k = k.shape[2];
+  request.has_mask = !args.mask.empty();
   request.alibi = !args.alibi_slopes.empty();
   request.softcap = args.softcap.has_value();
   request.window = args.window_left.has_value() || args.window_right.has_value();
   request.backward = !args.d_out.empty();
   request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
   request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
-  const plan::KernelPlan& plan = select_kernel(plans, request, args.spec);
+  const KernelEntry& entry = select_kernel(set.library, request, args.spec);
+  const plan::KernelPlan& plan = set.plan_of(entry);
   const spec::DType dtype = plan.spec.dtype;
 
   const AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2]};
@@ -189,7 +191,7 @@ int run(const RunArgs& args) {
   call.window_right = args.window_right.value_or(-1);
   std::vector<std::byte> mask_bytes, slope_bytes;
   if (plan.spec.mask != spec::MaskKind::none) {
-    MaskInput mask = read_mask(args.mask, plan.spec, shape);
+    MaskTensor mask = read_mask(args.mask, plan.spec, shape);
     call.mask_strides = broadcast_strides(mask.extents);
     mask_bytes = std::move(mask.bytes);
   }
@@ -201,7 +203,10 @@ int run(const RunArgs& args) {
   // A backward call first runs the forward kernel of the same features for
   // out and lse (DESIGN.md section 10), then the backward kernels.
   const bool backward = plan.spec.kind == spec::Kind::backward;
-  const plan::KernelPlan forward = backward ? plan::plan_kernel(forward_of(plan.spec)) : plan;
+  std::optional<RunLibrary> forward_set;
+  if (backward) forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(forward_of(plan.spec))});
+  RunLibrary& forward_kernels = backward ? *forward_set : set;
+  const KernelEntry& forward = backward ? forward_kernels.library.kernels().front() : entry;
   const DispatchPlan dispatch = dispatch_for(forward, call);
   std::optional<InputTensor> d_out;
   if (backward) {
@@ -229,16 +234,16 @@ int run(const RunArgs& args) {
 
   std::map<uint32_t, std::span<std::byte>> tensors = {
       {plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes}, {plan::kOutIndex, out_bytes}};
-  if (forward.spec.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
+  if (forward.info.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
-  KernelRun run = execute_on_cpu(forward, dispatch, tensors, args.no_detectors);
+  RunStats run = forward_kernels.run(forward, dispatch, tensors, !args.no_detectors);
 
   const std::filesystem::path dir(args.out_dir);
   std::vector<std::string> written = {(dir / "out.npy").string()};
   std::vector<std::byte> dq, dk, dv;
   if (backward) {
-    const DispatchPlan grads = dispatch_for(plan, call);
+    const DispatchPlan grads = dispatch_for(entry, call);
     std::vector<std::byte> do_bytes = rounded(*d_out);
     dq.resize(grads.buffer("dq")->bytes);
     dk.resize(grads.buffer("dk")->bytes);
@@ -247,14 +252,14 @@ int run(const RunArgs& args) {
     tensors[plan::kDqIndex] = dq;
     tensors[plan::kDkIndex] = dk;
     tensors[plan::kDvIndex] = dv;
-    const KernelRun backward_run = execute_on_cpu(plan, grads, tensors, args.no_detectors);
+    const RunStats backward_run = set.run(entry, grads, tensors, !args.no_detectors);
     run.seconds += backward_run.seconds;
     run.compile_seconds += backward_run.compile_seconds;
   }
 
   write_output(dir / "out.npy", decode_elements(out_bytes, dtype),
                {shape.batch, shape.heads_q, shape.seq_q, plan.spec.head_dim_v});
-  if (forward.spec.lse) {
+  if (forward.info.lse) {
     write_output(dir / "lse.npy", lse, {shape.batch, shape.heads_q, shape.seq_q});
     written.push_back((dir / "lse.npy").string());
   }
@@ -269,7 +274,7 @@ int run(const RunArgs& args) {
   fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the cpu backend in {:.3f} s (compile {:.2f} s); "
              "wrote {}{}\n",
              plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, run.seconds,
-             run.compile_seconds, files, forward.spec.lse ? "" : " (the kernel has lse: false, so no lse.npy)");
+             run.compile_seconds, files, forward.info.lse ? "" : " (the kernel has lse: false, so no lse.npy)");
   return kExitOk;
 }
 
@@ -278,7 +283,7 @@ int run(const RunArgs& args) {
 int run_reporting_findings(const RunArgs& args) {
   try {
     return run(args);
-  } catch (const KernelFindings& e) {
+  } catch (const KernelFindingsError& e) {
     fmt::print(stderr, "mfagen run: internal error: {}\n", e.what());
     return kExitInternalError;
   }

@@ -11,7 +11,7 @@
 
 namespace mfagen::cli {
 
-MaskInput read_mask(const std::string& file, const spec::KernelSpec& kernel, const AttentionShape& shape) {
+MaskTensor read_mask(const std::string& file, const spec::KernelSpec& kernel, const AttentionShape& shape) {
   const std::string what = "--mask " + file;
   if (file.empty())
     throw UserError(fmt::format("kernel {} takes a {} mask: give --mask M.npy", kernel.name,
@@ -21,7 +21,7 @@ MaskInput read_mask(const std::string& file, const spec::KernelSpec& kernel, con
   if (array.shape.size() < 2 || array.shape.size() > 4)
     throw UserError(fmt::format("{}: expected 2 to 4 dimensions broadcastable to (B, Hq, Sq, Sk) = {}, found shape {}",
                                 what, io::shape_repr({full.begin(), full.end()}), io::shape_repr(array.shape)));
-  MaskInput mask;
+  MaskTensor mask;
   mask.extents = {1, 1, 1, 1};
   const size_t skip = 4 - array.shape.size();
   for (size_t d = 0; d < array.shape.size(); ++d) {

@@ -13,7 +13,7 @@
 
 namespace mfagen::cli {
 
-struct MaskInput {
+struct MaskTensor {
   std::array<uint64_t, 4> extents{};  // aligned to (B, Hq, Sq, Sk): the full size or 1
   std::vector<std::byte> bytes;       // C order over `extents`, in the kernel's mask encoding
 };
@@ -21,7 +21,7 @@ struct MaskInput {
 // A bool mask (|b1) for mask "bool" kernels, a float mask (<f4, <f2, <f8;
 // -inf hides a key) rounded to the kernel's dtype for mask "additive".
 // Shapes of 2 to 4 dimensions broadcast numpy-style (right-aligned).
-MaskInput read_mask(const std::string& file, const spec::KernelSpec& kernel, const AttentionShape& shape);
+MaskTensor read_mask(const std::string& file, const spec::KernelSpec& kernel, const AttentionShape& shape);
 
 struct AlibiInput {
   bool per_batch = false;

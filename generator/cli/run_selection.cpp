@@ -2,26 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+#include <vector>
+
 #include "errors.h"
-#include "mfagen/forward_dispatch.h"
 
 namespace mfagen::cli {
 namespace {
 
-bool fits(const plan::KernelPlan& p, const RunRequest& r) {
-  const spec::KernelSpec& s = p.spec;
-  if (s.kind == spec::Kind::decode && r.seq_q > kMaxDecodeQueries) return false;
-  return s.head_dim == r.head_dim && s.head_dim_v == r.head_dim_v && (s.gqa || r.heads_q == r.heads_kv) &&
-         (s.mask != spec::MaskKind::none) == r.mask && s.alibi == r.alibi && s.softcap == r.softcap &&
-         s.window == r.window && (s.kind == spec::Kind::backward) == r.backward &&
-         (!r.dtype || s.dtype == *r.dtype) && (!r.causal || s.causal == *r.causal);
-}
-
-std::string describe_kernel(const spec::KernelSpec& s) {
-  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{})", s.name,
-                     spec::to_string(s.kind), spec::to_string(s.dtype), s.head_dim, s.head_dim_v, spec::to_string(s.causal), s.gqa,
-                     spec::to_string(s.mask), s.window ? ", window" : "", s.softcap ? ", softcap" : "",
-                     s.alibi ? ", alibi" : "");
+std::string describe_kernel(const KernelEntry& k) {
+  const ForwardKernelInfo& i = k.info;
+  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{})", k.name,
+                     to_string(k.kind), to_string(k.dtype), i.head_dim, i.head_dim_v, to_string(k.causal), i.gqa,
+                     i.mask == MaskInput::none ? "none" : i.mask == MaskInput::boolean ? "bool" : "additive",
+                     i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "");
 }
 
 }  // namespace
@@ -31,7 +25,7 @@ std::string RunRequest::describe() const {
                               head_dim_v, heads_q, heads_kv, seq_q);
   if (dtype) d += fmt::format(", dtype {}", spec::to_string(*dtype));
   if (causal) d += fmt::format(", causal {}", spec::to_string(*causal));
-  if (mask) d += ", a mask";
+  if (has_mask) d += ", a mask";
   if (alibi) d += ", ALiBi slopes";
   if (softcap) d += ", a softcap";
   if (window) d += ", a window";
@@ -39,15 +33,41 @@ std::string RunRequest::describe() const {
   return d;
 }
 
-const plan::KernelPlan& select_kernel(const std::vector<plan::KernelPlan>& plans, const RunRequest& request,
-                                      const std::string& spec_file) {
-  if (request.seq_q <= kMaxDecodeQueries)
-    for (const plan::KernelPlan& p : plans)
-      if (p.spec.kind == spec::Kind::decode && fits(p, request)) return p;
-  for (const plan::KernelPlan& p : plans)
-    if (fits(p, request)) return p;
+AttentionQuery query_for(const RunRequest& r, KernelKind kind, ElementType dtype, CausalMode causal, MaskInput mask,
+                         bool need_lse) {
+  AttentionQuery q;
+  q.kind = kind;
+  q.dtype = dtype;
+  q.head_dim = uint32_t(r.head_dim);
+  q.head_dim_v = uint32_t(r.head_dim_v);
+  q.causal = causal;
+  q.mask = mask;
+  q.window = r.window;
+  q.softcap = r.softcap;
+  q.alibi = r.alibi;
+  q.need_lse = need_lse;
+  q.shape = {r.batch, r.heads_q, r.heads_kv, r.seq_q, r.seq_k};
+  return q;
+}
+
+const KernelEntry& select_kernel(const Library& library, const RunRequest& request, const std::string& spec_file) {
+  // The (dtype, causal, mask kind) combinations the set offers, in spec order.
+  std::vector<std::tuple<ElementType, CausalMode, MaskInput>> keys;
+  for (const KernelEntry& k : library.kernels()) {
+    if (request.dtype && to_string(k.dtype) != spec::to_string(*request.dtype)) continue;
+    if (request.causal && to_string(k.causal) != spec::to_string(*request.causal)) continue;
+    if ((k.info.mask != MaskInput::none) != request.has_mask) continue;
+    const auto key = std::make_tuple(k.dtype, k.causal, k.info.mask);
+    bool seen = false;
+    for (const auto& other : keys) seen = seen || other == key;
+    if (!seen) keys.push_back(key);
+  }
+  const KernelKind kind = request.backward ? KernelKind::backward : KernelKind::forward;
+  for (const auto& [dtype, causal, mask] : keys)
+    for (bool need_lse : {true, false})  // run writes lse.npy when the kernel can
+      if (const KernelEntry* k = library.find(query_for(request, kind, dtype, causal, mask, need_lse))) return *k;
   std::string have;
-  for (const plan::KernelPlan& p : plans) have += "\n  " + describe_kernel(p.spec);
+  for (const KernelEntry& k : library.kernels()) have += "\n  " + describe_kernel(k);
   throw UserError(fmt::format("{} has no kernel for this call ({}); its kernels:{}", spec_file, request.describe(),
                               have));
 }

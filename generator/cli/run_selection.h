@@ -1,28 +1,32 @@
-// Which kernel of a spec set `mfagen run` uses for a call: the first one, in
-// spec order, whose compile-time facts fit the call (head dims, GQA, the
-// inputs and options given, and --dtype / --causal when given); for calls
-// with at most 16 queries a decode kernel is preferred when the set has one.
-// A stand-in for the runtime's selection table (DESIGN.md section 8).
+// Which kernel `mfagen run` uses for a call, chosen the way an app's runtime
+// chooses (mfagen::Library, DESIGN.md section 8): the spec set becomes an
+// in-memory manifest and the library's selection rule picks by shape and
+// features. A call does not state its dtype or causal mode, so they are taken
+// from the set's kernels in spec order (or from --dtype / --causal).
 #pragma once
 
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "plan/kernel_plan.h"
+#include "mfagen/library.h"
+#include "spec/kernel_spec.h"
 
 namespace mfagen::cli {
 
 struct RunRequest {
-  uint64_t head_dim = 0, head_dim_v = 0, heads_q = 0, heads_kv = 0, seq_q = 0;
-  bool mask = false, alibi = false, softcap = false, window = false, backward = false;
+  uint64_t head_dim = 0, head_dim_v = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_k = 0, batch = 1;
+  MaskInput mask = MaskInput::none;  // from the kind of the set's kernels when --mask is given
+  bool has_mask = false, alibi = false, softcap = false, window = false, backward = false;
   std::optional<spec::DType> dtype;
   std::optional<spec::Causal> causal;
   std::string describe() const;
 };
 
-// The chosen plan, or UserError listing what was asked and what the set has.
-const plan::KernelPlan& select_kernel(const std::vector<plan::KernelPlan>& plans, const RunRequest& request,
-                                      const std::string& spec_file);
+// The selected kernel, or UserError listing what was asked and what the set has.
+const KernelEntry& select_kernel(const Library& library, const RunRequest& request, const std::string& spec_file);
+
+// The query the runtime answers for a request, given the kernel's dtype and causal mode.
+AttentionQuery query_for(const RunRequest& request, KernelKind kind, ElementType dtype, CausalMode causal,
+                         MaskInput mask, bool need_lse);
 
 }  // namespace mfagen::cli
