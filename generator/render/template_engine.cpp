@@ -28,6 +28,19 @@ std::set<std::string, std::less<>> tag_names(std::string_view text) {
   return names;
 }
 
+// Calls line(text, has_newline) for each line of `text`, without its '\n'.
+template <class LineFunction>
+void for_each_line(std::string_view text, LineFunction line) {
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    const bool has_newline = end != std::string_view::npos;
+    if (!has_newline) end = text.size();
+    line(std::string(text.substr(begin, end - begin)), has_newline);
+    begin = end + 1;
+  }
+}
+
 // Mustache's "standalone" rule: a line holding only a section or comment
 // tag leaves no line behind. kainjow applies it to rendered sections only (a
 // skipped section leaves a blank line), so mfagen applies it itself: such a
@@ -38,17 +51,11 @@ constexpr char kStandaloneMark = '\x01';
 std::string mark_standalone_tag_lines(std::string_view text) {
   static const std::regex standalone(R"([ \t]*(\{\{[#^/!][^}]*\}\})[ \t]*\r?)");
   std::string out;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find('\n', begin);
-    const bool has_newline = end != std::string_view::npos;
-    if (!has_newline) end = text.size();
-    const std::string line(text.substr(begin, end - begin));
+  for_each_line(text, [&](const std::string& line, bool has_newline) {
     std::smatch m;
     out += std::regex_match(line, m, standalone) ? kStandaloneMark + m[1].str() : line;
     if (has_newline) out += '\n';
-    begin = end + 1;
-  }
+  });
   return out;
 }
 
@@ -75,12 +82,7 @@ std::string expand_partials(std::string_view text, int depth = 0) {
   static const std::regex partial(R"([ \t]*\{\{>\s*([A-Za-z0-9_.\-]+)\s*\}\}[ \t]*\r?)");
   if (depth > 8) throw std::logic_error("templates include each other too deeply");
   std::string out;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find('\n', begin);
-    const bool has_newline = end != std::string_view::npos;
-    if (!has_newline) end = text.size();
-    const std::string line(text.substr(begin, end - begin));
+  for_each_line(text, [&](const std::string& line, bool has_newline) {
     std::smatch m;
     if (std::regex_match(line, m, partial)) {
       out += expand_partials(template_text(m[1].str()), depth + 1);
@@ -88,8 +90,7 @@ std::string expand_partials(std::string_view text, int depth = 0) {
     } else {
       out += line + (has_newline ? "\n" : "");
     }
-    begin = end + 1;
-  }
+  });
   return out;
 }
 
