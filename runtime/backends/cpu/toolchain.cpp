@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,6 +26,23 @@ uint64_t fnv1a(std::string_view data, uint64_t seed) {
   return h;
 }
 
+// Where this shared library was loaded from: an installed mfagen
+// (`cmake --install`) finds its stand-in headers and plugin next to it when
+// the build-tree paths compiled in do not exist.
+std::filesystem::path this_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&this_library_dir), &info) == 0 || !info.dli_fname) return {};
+  return std::filesystem::path(info.dli_fname).parent_path();
+}
+
+std::string located(const char* env, const char* build_tree_path, const std::filesystem::path& installed_relative) {
+  const std::string value = env_or(env, "");
+  if (!value.empty()) return value;
+  if (std::filesystem::exists(build_tree_path)) return build_tree_path;
+  const std::filesystem::path installed = this_library_dir() / installed_relative;
+  return std::filesystem::exists(installed) ? installed.string() : std::string(build_tree_path);
+}
+
 }  // namespace
 
 std::string content_hash(std::string_view data) {
@@ -33,8 +53,8 @@ const Toolchain& toolchain() {
   static const Toolchain instance = [] {
     Toolchain t;
     t.clang = env_or("MFAGEN_CLANG", MFAGEN_DEFAULT_CLANG);
-    t.standin_dir = env_or("MFAGEN_STANDIN_DIR", MFAGEN_DEFAULT_STANDIN_DIR);
-    t.plugin = env_or("MFAGEN_INSTRUMENT_PLUGIN", MFAGEN_DEFAULT_INSTRUMENT_PLUGIN);
+    t.standin_dir = located("MFAGEN_STANDIN_DIR", MFAGEN_DEFAULT_STANDIN_DIR, "../share/mfagen/metal_standin/include");
+    t.plugin = located("MFAGEN_INSTRUMENT_PLUGIN", MFAGEN_DEFAULT_INSTRUMENT_PLUGIN, "mfagen/mfagen_instrument.so");
     std::ifstream in(t.plugin, std::ios::binary);
     std::stringstream bytes;
     bytes << in.rdbuf();
