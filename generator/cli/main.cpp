@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   register_generate_command(app, action);
   register_list_command(app, action);
   register_explain_command(app, action);
+  register_check_command(app, action);
   register_run_command(app, action);
   register_exec_command(app, action);
 

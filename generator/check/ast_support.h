@@ -1,0 +1,43 @@
+// Helpers shared by the AST rules and the signature extraction: Metal
+// attributes as the lowering left them (annotate("msl:...")), address spaces
+// and type names in Metal spelling.
+#pragma once
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Decl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/check.h"
+
+namespace mfagen::check {
+
+struct MslAttribute {
+  std::string name;      // "buffer", "thread_position_in_grid", "function_constant"
+  std::string argument;  // "0" for buffer(0); empty when none
+  clang::SourceLocation location;
+};
+
+// The Metal attributes of a declaration, in source order.
+std::vector<MslAttribute> msl_attributes(const clang::Decl& decl);
+
+// The integer argument of buffer(n), threadgroup(n), function_constant(n), ...
+std::optional<uint32_t> attribute_index(const MslAttribute& attribute);
+
+// Whether a function is a Metal kernel (the `kernel` keyword or [[kernel]]).
+bool is_kernel(const clang::FunctionDecl& function);
+
+AddressSpace metal_space(clang::LangAS space);
+
+// A type without qualifiers and address space, in Metal spelling ("uint", "half", "AttentionParams").
+std::string metal_type_name(clang::QualType type, const clang::ASTContext& context);
+
+// clang's OpenCL spelling of address spaces in a message, as Metal writes them.
+std::string metal_spelling(std::string message);
+
+// Thread-position and other builtin parameter attributes Metal defines.
+bool is_builtin_attribute(std::string_view name);
+
+}  // namespace mfagen::check

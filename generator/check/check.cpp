@@ -1,0 +1,368 @@
+// check_msl(): lower (lowering.h), parse in-process with clang (libtooling's
+// ToolInvocation over an in-memory file), run the AST rules (matchers.h) and
+// the signature extraction (signatures.h), and report everything located in
+// the original MSL.
+#include "check/check.h"
+
+#include <clang/AST/ASTConsumer.h>
+#include <clang/ASTMatchers/ASTMatchFinder.h>
+#include <clang/Basic/DiagnosticParse.h>
+#include <clang/Basic/DiagnosticSema.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/FrontendAction.h>
+#include <clang/Tooling/Tooling.h>
+#include <fmt/format.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/VirtualFileSystem.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "check/ast_support.h"
+#include "check/lowering.h"
+#include "check/matchers.h"
+#include "check/rules.h"
+#include "check/signatures.h"
+
+#ifndef MFAGEN_CHECK_STANDIN_DIR
+#define MFAGEN_CHECK_STANDIN_DIR ""
+#endif
+
+namespace mfagen::check {
+namespace {
+
+constexpr const char* kVirtualDir = "/mfagen-check";
+constexpr const char* kPreludePath = "/mfagen-check/prelude.h";
+
+// Declarations that let constructs Metal forbids parse, so that the rules
+// (not an "undeclared identifier") name them.
+constexpr const char* kPrelude = R"(// mfagen check prelude
+extern "C" {
+void* malloc(unsigned long);
+void* calloc(unsigned long, unsigned long);
+void* realloc(void*, unsigned long);
+void* aligned_alloc(unsigned long, unsigned long);
+void free(void*);
+}
+void* operator new(unsigned long);
+void* operator new[](unsigned long);
+#define is_function_constant_defined(name) true
+)";
+
+// clang errors of the host dialect that are Metal rules as well.
+std::string_view rule_of_clang_diagnostic(unsigned id) {
+  switch (id) {
+    case clang::diag::err_openclcxx_virtual_function: return rules::kVirtualFunction;
+    case clang::diag::err_opencl_function_pointer: return rules::kFunctionPointer;
+    case clang::diag::err_exceptions_disabled: return rules::kExceptions;
+    case clang::diag::err_openclcxx_not_supported: return rules::kDynamicAllocation;  // 'default new/delete'
+    case clang::diag::err_expected_kernel_void_return_type: return rules::kKernelReturnType;
+    default: return rules::kCompileError;
+  }
+}
+
+// The message of a clang error that is a Metal rule, in Metal's terms.
+std::string rule_message(unsigned id, std::string clang_text) {
+  switch (id) {
+    case clang::diag::err_openclcxx_virtual_function: return "virtual functions are not allowed in Metal";
+    case clang::diag::err_opencl_function_pointer:
+      return clang_text.starts_with("references") ? "references to functions are not allowed in Metal"
+                                                  : "function pointers are not allowed in Metal";
+    case clang::diag::err_exceptions_disabled: {
+      std::string keyword = clang_text.find("'try'") != std::string::npos ? "try" : "throw";
+      return fmt::format("'{}' is not allowed in Metal (no exceptions)", keyword);
+    }
+    case clang::diag::err_openclcxx_not_supported:
+      if (clang_text.find("delete") != std::string::npos) return "'delete' is not allowed in Metal (no dynamic allocation)";
+      if (clang_text.find("new") != std::string::npos) return "'new' is not allowed in Metal (no dynamic allocation)";
+      return clang_text;
+    case clang::diag::err_expected_kernel_void_return_type: return "a kernel must return void";
+    default: return clang_text;
+  }
+}
+
+// Where things are in the original MSL.
+class Locator {
+ public:
+  Locator(std::string_view original, const LoweredMsl& lowered, std::string file)
+      : original_(original), lowered_(lowered), file_(std::move(file)) {
+    for (size_t i = 0; i < original.size(); ++i)
+      if (original[i] == '\n') line_starts_.push_back(i + 1);
+  }
+
+  LineColumn at_original(size_t offset) const {
+    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+    unsigned line = static_cast<unsigned>(it - line_starts_.begin());  // line_starts_[0] == 0
+    return {line, static_cast<unsigned>(offset - line_starts_[line - 1] + 1)};
+  }
+
+  // File, line, column of a clang location (the main file maps back through the lowering).
+  Diagnostic locate(const clang::SourceManager& sm, clang::SourceLocation loc) const {
+    Diagnostic d;
+    d.file = file_;
+    if (loc.isInvalid()) return d;
+    clang::SourceLocation spelled = sm.getExpansionLoc(loc);
+    auto [fid, offset] = sm.getDecomposedLoc(spelled);
+    if (fid == sm.getMainFileID()) {
+      size_t original = lowered_.origin[std::min<size_t>(offset, lowered_.origin.size() - 1)];
+      LineColumn lc = at_original(original);
+      d.line = lc.line;
+      d.column = lc.column;
+      return d;
+    }
+    clang::PresumedLoc p = sm.getPresumedLoc(spelled);
+    if (p.isValid()) {
+      d.file = p.getFilename();
+      d.line = p.getLine();
+      d.column = p.getColumn();
+    }
+    return d;
+  }
+
+  bool in_main(const clang::SourceManager& sm, clang::SourceLocation loc) const {
+    return loc.isValid() && sm.getFileID(sm.getExpansionLoc(loc)) == sm.getMainFileID();
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string_view original_;
+  const LoweredMsl& lowered_;
+  std::string file_;
+  std::vector<size_t> line_starts_ = {0};
+};
+
+class CollectingDiagnostics : public clang::DiagnosticConsumer {
+ public:
+  CollectingDiagnostics(const Locator& locator, std::vector<Diagnostic>& out) : locator_(locator), out_(out) {}
+
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override {
+    clang::DiagnosticConsumer::HandleDiagnostic(level, info);
+    if (level < clang::DiagnosticsEngine::Error) return;
+    llvm::SmallString<256> text;
+    info.FormatDiagnostic(text);
+    Diagnostic d;
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      d = locator_.locate(info.getSourceManager(), info.getLocation());
+    } else {
+      d.file = locator_.file();
+    }
+    d.rule = std::string(rule_of_clang_diagnostic(info.getID()));
+    d.message = rule_message(info.getID(), metal_spelling(std::string(text.str())));
+    out_.push_back(std::move(d));
+  }
+
+ private:
+  const Locator& locator_;
+  std::vector<Diagnostic>& out_;
+};
+
+struct ParseOutput {
+  std::vector<Diagnostic> findings;  // AST rules
+  std::vector<KernelSignature> kernels;
+  std::vector<FunctionConstant> constants;
+};
+
+class CheckConsumer : public clang::ASTConsumer {
+ public:
+  CheckConsumer(const Locator& locator, ParseOutput& out) : locator_(locator), out_(out) {}
+
+  void HandleTranslationUnit(clang::ASTContext& context) override {
+    std::vector<Finding> findings;
+    clang::ast_matchers::MatchFinder finder;
+    RuleMatchers rules(findings);
+    rules.register_on(finder);
+    finder.matchAST(context);
+    find_recursion(context, findings);
+    const clang::SourceManager& sm = context.getSourceManager();
+    for (const Finding& f : findings) {
+      Diagnostic d = locator_.locate(sm, f.location);
+      d.rule = std::string(f.rule);
+      d.message = f.message;
+      out_.findings.push_back(std::move(d));
+    }
+    auto line_of = [&](clang::SourceLocation loc) { return locator_.locate(sm, loc).line; };
+    out_.kernels = extract_kernels(context, line_of);
+    out_.constants = extract_function_constants(context, line_of);
+  }
+
+ private:
+  const Locator& locator_;
+  ParseOutput& out_;
+};
+
+class CheckAction : public clang::ASTFrontendAction {
+ public:
+  CheckAction(const Locator& locator, ParseOutput& out) : locator_(locator), out_(out) {}
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&, llvm::StringRef) override {
+    return std::make_unique<CheckConsumer>(locator_, out_);
+  }
+
+ private:
+  const Locator& locator_;
+  ParseOutput& out_;
+};
+
+std::filesystem::path resolve_standin(const CheckOptions& options) {
+  std::filesystem::path dir = options.standin_dir;
+  if (dir.empty())
+    if (const char* env = std::getenv("MFAGEN_STANDIN_DIR"); env && *env) dir = env;
+  if (dir.empty()) dir = MFAGEN_CHECK_STANDIN_DIR;
+  if (dir.empty() || !std::filesystem::exists(dir / "metal_stdlib"))
+    throw CheckerError(fmt::format("mfagen check: the Metal stand-in header '{}' does not exist (set "
+                                   "MFAGEN_STANDIN_DIR to the folder holding metal_stdlib)",
+                                   (dir / "metal_stdlib").string()));
+  return dir;
+}
+
+std::string virtual_main_name(std::string_view file_name) {
+  std::string base = std::filesystem::path(std::string(file_name)).filename().string();
+  if (base.empty()) base = "input.metal";
+  return fmt::format("{}/{}", kVirtualDir, base);
+}
+
+}  // namespace
+
+std::string Diagnostic::to_string() const {
+  std::string where = line ? fmt::format("{}:{}:{}: ", file, line, column) : (file.empty() ? "" : file + ": ");
+  return fmt::format("{}error: {} [{}]", where, message, rule);
+}
+
+std::string_view to_string(AddressSpace space) {
+  switch (space) {
+    case AddressSpace::device: return "device";
+    case AddressSpace::constant: return "constant";
+    case AddressSpace::threadgroup: return "threadgroup";
+    case AddressSpace::thread: return "thread";
+    case AddressSpace::none: break;
+  }
+  return "";
+}
+
+std::string BufferParam::metal_type() const {
+  std::string out(to_string(space));
+  if (!out.empty()) out += ' ';
+  if (is_const) out += "const ";
+  return out + element_type + (is_reference ? "&" : "*");
+}
+
+const BufferParam* KernelSignature::buffer(uint32_t index) const {
+  for (const BufferParam& b : buffers)
+    if (b.index == index) return &b;
+  return nullptr;
+}
+
+const KernelSignature* CheckResult::kernel(std::string_view name) const {
+  for (const KernelSignature& k : kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+CheckResult check_msl(std::string_view source, std::string_view file_name, const CheckOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::filesystem::path standin = resolve_standin(options);
+  CheckResult result;
+  result.file = std::string(file_name);
+
+  const LoweredMsl lowered = lower_for_check(source);
+  const Locator locator(source, lowered, result.file);
+  const std::string main_path = virtual_main_name(file_name);
+
+  auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  memory->addFile(main_path, 0, llvm::MemoryBuffer::getMemBufferCopy(lowered.text, main_path));
+  memory->addFile(kPreludePath, 0, llvm::MemoryBuffer::getMemBufferCopy(kPrelude, kPreludePath));
+  auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
+  overlay->pushOverlay(memory);
+  auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(clang::FileSystemOptions(), overlay);
+
+  std::vector<std::string> args = {"mfagen-check",
+                                   "-fsyntax-only",
+                                   "-x",
+                                   "clcpp",
+                                   "-cl-std=clc++2021",
+                                   "-cl-no-stdinc",
+                                   "-nostdinc",
+                                   "-target",
+                                   "x86_64-unknown-linux-gnu",
+                                   "-Xclang",
+                                   "-ffake-address-space-map",
+                                   "-ferror-limit=100",
+                                   "-fno-caret-diagnostics",
+                                   "-isystem",
+                                   standin.string(),
+                                   "-include",
+                                   kPreludePath,
+                                   main_path};
+
+  std::vector<Diagnostic> clang_errors;
+  ParseOutput parsed;
+  CollectingDiagnostics consumer(locator, clang_errors);
+  clang::tooling::ToolInvocation invocation(args, std::make_unique<CheckAction>(locator, parsed), files.get());
+  invocation.setDiagnosticConsumer(&consumer);
+  bool ran = invocation.run();
+  if (!ran && clang_errors.empty())
+    throw CheckerError(fmt::format("mfagen check: clang could not run on '{}'", result.file));
+
+  // Lexical findings, AST findings, then clang's errors; one per rule and place.
+  std::vector<Diagnostic> all;
+  for (const LexicalFinding& f : lowered.findings) {
+    LineColumn lc = locator.at_original(f.offset);
+    all.push_back({result.file, lc.line, lc.column, std::string(f.rule), f.message});
+  }
+  for (Diagnostic& d : parsed.findings) all.push_back(std::move(d));
+  std::set<std::pair<unsigned, unsigned>> rule_places;
+  for (const Diagnostic& d : all) rule_places.insert({d.line, d.column});
+  for (Diagnostic& d : clang_errors) {
+    // An "undeclared identifier 'std'" where the std-library rule already spoke.
+    if (d.rule == rules::kCompileError && d.file == result.file && rule_places.contains({d.line, d.column})) continue;
+    all.push_back(std::move(d));
+  }
+  std::set<std::tuple<std::string, unsigned, unsigned, std::string>> seen;
+  for (Diagnostic& d : all)
+    if (seen.insert({d.file, d.line, d.column, d.rule}).second) result.diagnostics.push_back(std::move(d));
+  std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    bool a_main = a.file == result.file, b_main = b.file == result.file;
+    if (a_main != b_main) return a_main;
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  });
+  result.kernels = std::move(parsed.kernels);
+  result.function_constants = std::move(parsed.constants);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::vector<CheckResult> check_many(const std::vector<SourceFile>& files, const CheckOptions& options, unsigned jobs) {
+  std::vector<CheckResult> results(files.size());
+  if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+  jobs = std::min<unsigned>(jobs, static_cast<unsigned>(files.size()));
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        results[i] = check_msl(files[i].text, files[i].name, options);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  if (jobs <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(work);
+    for (std::thread& t : threads) t.join();
+  }
+  if (failure) std::rethrow_exception(failure);
+  return results;
+}
+
+}  // namespace mfagen::check

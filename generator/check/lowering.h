@@ -1,0 +1,48 @@
+// Token-aware lowering of MSL to C++ for OpenCL for the checker (DESIGN.md
+// sections 6 and 7). Unlike the cpu backend's lowering it keeps Metal's
+// constructs visible to the AST and keeps every position mappable back to
+// the original text:
+//   - device / constant / threadgroup / thread become __global / __constant /
+//     __local / __private outside [[attributes]];
+//   - Metal attributes [[buffer(0)]], [[function_constant(1)]], ... become
+//     __attribute__((annotate("msl:buffer(0)"))) so the AST keeps them;
+//     [[kernel]] becomes the `kernel` keyword;
+//   - `constant T x [[function_constant(i)]];` gets an initializer (OpenCL
+//     requires one);
+//   - vector constructors and casts `float4(...)`, `(float4)x` take the
+//     stand-in's value-converting helpers, as in the cpu backend;
+//   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
+//     renamed;
+//   - #include of anything but <metal_*> and `std::` names are lexical
+//     findings (the include line is blanked so parsing continues).
+// Newlines are never added or removed: lowered line n is original line n.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mfagen::check {
+
+struct LexicalFinding {
+  std::string_view rule;
+  size_t offset = 0;  // in the original text
+  std::string message;
+};
+
+struct LoweredMsl {
+  std::string text;
+  std::vector<uint32_t> origin;  // original offset of every byte of `text` (+1 entry for the end)
+  std::vector<LexicalFinding> findings;
+};
+
+LoweredMsl lower_for_check(std::string_view source);
+
+// Line and column (1-based) of a byte offset.
+struct LineColumn {
+  unsigned line = 1;
+  unsigned column = 1;
+};
+LineColumn line_column(std::string_view text, size_t offset);
+
+}  // namespace mfagen::check

@@ -1,0 +1,329 @@
+#include "check/matchers.h"
+
+#include <clang/AST/Attr.h>
+#include <clang/AST/ExprCXX.h>
+#include <clang/Analysis/CallGraph.h>
+#include <clang/ASTMatchers/ASTMatchers.h>
+#include <fmt/format.h>
+#include <llvm/ADT/SCCIterator.h>
+
+#include <map>
+#include <set>
+
+#include "check/ast_support.h"
+#include "check/rules.h"
+
+namespace mfagen::check {
+namespace {
+
+using namespace clang::ast_matchers;
+using clang::LangAS;
+
+// A rule: a callback that reports into the shared findings.
+class Rule : public MatchFinder::MatchCallback {
+ public:
+  explicit Rule(std::vector<Finding>& findings) : findings_(findings) {}
+
+ protected:
+  void report(std::string_view rule, clang::SourceLocation at, std::string message) {
+    findings_.push_back({rule, at, std::move(message)});
+  }
+
+ private:
+  std::vector<Finding>& findings_;
+};
+
+bool in_private_or_generic(LangAS space) {
+  return space == LangAS::opencl_private || space == LangAS::opencl_generic || space == LangAS::Default;
+}
+bool in_named_space(LangAS space) {
+  return space == LangAS::opencl_global || space == LangAS::opencl_local || space == LangAS::opencl_constant;
+}
+bool is_generic(LangAS space) { return space == LangAS::opencl_generic || space == LangAS::Default; }
+
+std::string space_name(LangAS space) { return std::string(to_string(metal_space(space))); }
+
+// goto
+class GotoRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    if (const auto* s = r.Nodes.getNodeAs<clang::Stmt>("goto"))
+      report(rules::kGoto, s->getBeginLoc(), "'goto' is not allowed in Metal");
+  }
+};
+
+// double (Metal has no double precision)
+class DoubleRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    const auto* loc = r.Nodes.getNodeAs<clang::TypeLoc>("type");
+    if (!loc) return;
+    const auto* builtin = loc->getTypePtr()->getAs<clang::BuiltinType>();
+    if (!builtin || !loc->getAs<clang::BuiltinTypeLoc>()) return;
+    if (builtin->getKind() == clang::BuiltinType::Double || builtin->getKind() == clang::BuiltinType::LongDouble)
+      report(rules::kDouble, loc->getBeginLoc(), "'double' is not supported by Metal (use float)");
+  }
+};
+
+// static local variables
+class StaticLocalRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    const auto* var = r.Nodes.getNodeAs<clang::VarDecl>("var");
+    if (!var || var->getType().getAddressSpace() == LangAS::opencl_constant) return;
+    report(rules::kStaticLocal, var->getLocation(),
+           fmt::format("static local variable '{}' is not allowed in Metal (use a program-scope constant or a "
+                       "threadgroup variable)",
+                       var->getName().str()));
+  }
+};
+
+// new, delete, malloc & co
+class AllocationRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    if (const auto* e = r.Nodes.getNodeAs<clang::CXXNewExpr>("new"))
+      report(rules::kDynamicAllocation, e->getBeginLoc(), "'new' is not allowed in Metal (no dynamic allocation)");
+    if (const auto* e = r.Nodes.getNodeAs<clang::CXXDeleteExpr>("delete"))
+      report(rules::kDynamicAllocation, e->getBeginLoc(), "'delete' is not allowed in Metal (no dynamic allocation)");
+    if (const auto* e = r.Nodes.getNodeAs<clang::CallExpr>("alloc"))
+      report(rules::kDynamicAllocation, e->getBeginLoc(),
+             fmt::format("'{}' is not available in Metal (no dynamic allocation)",
+                         e->getDirectCallee()->getName().str()));
+  }
+};
+
+// A pointer to thread memory stored into device memory outlives the thread's
+// registers: `device_struct->p = &local;`, `out[i] = (ulong)&local;`.
+class ThreadPointerEscapeRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    const auto* op = r.Nodes.getNodeAs<clang::BinaryOperator>("assign");
+    if (!op) return;
+    clang::QualType target = op->getLHS()->getType();
+    if (target.getAddressSpace() != LangAS::opencl_global) return;
+    const clang::Expr* value = op->getRHS()->IgnoreParenCasts();
+    const auto* pointer = value->getType()->getAs<clang::PointerType>();
+    if (!pointer || !in_private_or_generic(pointer->getPointeeType().getAddressSpace())) return;
+    report(rules::kThreadPointerEscape, op->getOperatorLoc(),
+           "a pointer to thread memory is stored into device memory (it does not outlive the thread)");
+  }
+};
+
+// `float* p = device_ptr;`: C++ for OpenCL converts named address spaces to
+// the generic one implicitly; Metal has no generic address space and
+// rejects it.
+class GenericPointerRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    if (const auto* var = r.Nodes.getNodeAs<clang::VarDecl>("var")) {
+      if (var->getInit()) check(var->getType(), var->getInit(), var->getLocation(), var->getName().str());
+    }
+    if (const auto* op = r.Nodes.getNodeAs<clang::BinaryOperator>("assign")) {
+      std::string name;
+      if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(op->getLHS()->IgnoreParenImpCasts()))
+        name = ref->getDecl()->getName().str();
+      check(op->getLHS()->getType(), op->getRHS(), op->getOperatorLoc(), name);
+    }
+    if (const auto* call = r.Nodes.getNodeAs<clang::CallExpr>("call")) {
+      const clang::FunctionDecl* callee = call->getDirectCallee();
+      if (!callee) return;
+      for (unsigned i = 0; i < call->getNumArgs() && i < callee->getNumParams(); ++i) {
+        const clang::ParmVarDecl* param = callee->getParamDecl(i);
+        check(param->getType(), call->getArg(i), call->getArg(i)->getBeginLoc(),
+              fmt::format("{}' of '{}", param->getName().str(), callee->getName().str()));
+      }
+    }
+  }
+
+ private:
+  void check(clang::QualType target, const clang::Expr* init, clang::SourceLocation at, const std::string& name) {
+    if (target->isDependentType()) return;
+    LangAS from = LangAS::Default;
+    if (target->isPointerType()) {
+      if (!is_generic(target->getPointeeType().getAddressSpace())) return;
+      const clang::Expr* e = init->IgnoreParens();
+      if (const auto* cleanups = llvm::dyn_cast<clang::ExprWithCleanups>(e)) e = cleanups->getSubExpr()->IgnoreParens();
+      const auto* cast = llvm::dyn_cast<clang::ImplicitCastExpr>(e);
+      if (!cast || cast->getCastKind() != clang::CK_AddressSpaceConversion) return;
+      const auto* source = cast->getSubExpr()->getType()->getAs<clang::PointerType>();
+      if (!source) return;
+      from = source->getPointeeType().getAddressSpace();
+    } else if (target->isReferenceType()) {
+      if (!is_generic(target->getPointeeType().getAddressSpace())) return;
+      from = init->IgnoreParenImpCasts()->getType().getAddressSpace();
+    } else {
+      return;
+    }
+    if (!in_named_space(from)) return;
+    report(rules::kGenericPointer, at,
+           fmt::format("{} to {} memory given to '{}', which has no address space: Metal has no generic "
+                       "address space (write '{} {}')",
+                       target->isPointerType() ? "pointer" : "reference", space_name(from), name, space_name(from),
+                       target->isPointerType() ? "T*" : "T&"));
+  }
+};
+
+// Kernel entry points: void, and every parameter bound by an attribute,
+// each buffer/threadgroup/texture index once.
+class KernelSignatureRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    const auto* fn = r.Nodes.getNodeAs<clang::FunctionDecl>("fn");
+    if (!fn || !is_kernel(*fn)) return;
+    if (!fn->hasAttr<clang::OpenCLKernelAttr>() && !fn->getReturnType()->isVoidType())
+      report(rules::kKernelReturnType, fn->getLocation(),
+             fmt::format("kernel '{}' must return void", fn->getName().str()));
+    std::map<std::pair<std::string, uint32_t>, const clang::ParmVarDecl*> bound;
+    for (const clang::ParmVarDecl* param : fn->parameters()) {
+      std::string name = param->getName().str();
+      bool binding = false;
+      for (const MslAttribute& a : msl_attributes(*param)) {
+        if (a.name == "function_constant") continue;
+        if (is_builtin_attribute(a.name) || a.name == "stage_in") {
+          binding = true;
+          continue;
+        }
+        if (a.name != "buffer" && a.name != "threadgroup" && a.name != "texture" && a.name != "sampler") {
+          report(rules::kKernelParameterAttribute, param->getLocation(),
+                 fmt::format("kernel parameter '{}' has an unknown attribute '[[{}]]'", name, a.name));
+          binding = true;
+          continue;
+        }
+        binding = true;
+        std::optional<uint32_t> index = attribute_index(a);
+        if (!index) {
+          report(rules::kKernelParameterAttribute, param->getLocation(),
+                 fmt::format("[[{}(...)]] of kernel parameter '{}' needs an integer index, got '{}'", a.name, name,
+                             a.argument));
+          continue;
+        }
+        auto [it, inserted] = bound.emplace(std::pair{a.name, *index}, param);
+        if (!inserted)
+          report(rules::kDuplicateBindingIndex, param->getLocation(),
+                 fmt::format("[[{}({})]] is bound twice in kernel '{}': '{}' and '{}'", a.name, *index,
+                             fn->getName().str(), it->second->getName().str(), name));
+        if (a.name == "buffer") {
+          clang::QualType type = param->getType();
+          LangAS space = type->isPointerType() || type->isReferenceType() ? type->getPointeeType().getAddressSpace()
+                                                                            : LangAS::Default;
+          if (space != LangAS::opencl_global && space != LangAS::opencl_constant)
+            report(rules::kKernelParameterAttribute, param->getLocation(),
+                   fmt::format("[[buffer({})]] parameter '{}' must be a device or constant pointer or reference",
+                               *index, name));
+        }
+      }
+      if (!binding)
+        report(rules::kKernelParameterAttribute, param->getLocation(),
+               fmt::format("kernel parameter '{}' of '{}' has no attribute ([[buffer(n)]], [[threadgroup(n)]], "
+                           "[[thread_position_in_grid]], ...)",
+                           name, fn->getName().str()));
+    }
+  }
+};
+
+template <class T>
+std::unique_ptr<MatchFinder::MatchCallback> make(std::vector<Finding>& findings) {
+  return std::make_unique<T>(findings);
+}
+
+}  // namespace
+
+RuleMatchers::RuleMatchers(std::vector<Finding>& findings) {
+  callbacks_.push_back(make<GotoRule>(findings));
+  callbacks_.push_back(make<DoubleRule>(findings));
+  callbacks_.push_back(make<StaticLocalRule>(findings));
+  callbacks_.push_back(make<AllocationRule>(findings));
+  callbacks_.push_back(make<ThreadPointerEscapeRule>(findings));
+  callbacks_.push_back(make<GenericPointerRule>(findings));
+  callbacks_.push_back(make<KernelSignatureRule>(findings));
+}
+
+RuleMatchers::~RuleMatchers() = default;
+
+void RuleMatchers::register_on(MatchFinder& finder) {
+  auto cb = [&](size_t i) { return callbacks_[i].get(); };
+  finder.addMatcher(gotoStmt(isExpansionInMainFile()).bind("goto"), cb(0));
+  finder.addMatcher(addrLabelExpr(isExpansionInMainFile()).bind("goto"), cb(0));  // computed goto
+  finder.addMatcher(typeLoc(isExpansionInMainFile(), loc(qualType(realFloatingPointType()))).bind("type"), cb(1));
+  finder.addMatcher(varDecl(isExpansionInMainFile(), isStaticLocal()).bind("var"), cb(2));
+  finder.addMatcher(cxxNewExpr(isExpansionInMainFile()).bind("new"), cb(3));
+  finder.addMatcher(cxxDeleteExpr(isExpansionInMainFile()).bind("delete"), cb(3));
+  finder.addMatcher(callExpr(isExpansionInMainFile(),
+                             callee(functionDecl(hasAnyName("::malloc", "::calloc", "::realloc", "::free",
+                                                            "::aligned_alloc", "::posix_memalign"))))
+                        .bind("alloc"),
+                    cb(3));
+  finder.addMatcher(binaryOperator(isExpansionInMainFile(), isAssignmentOperator()).bind("assign"), cb(4));
+  finder.addMatcher(varDecl(isExpansionInMainFile(), hasInitializer(expr())).bind("var"), cb(5));
+  finder.addMatcher(binaryOperator(isExpansionInMainFile(), isAssignmentOperator()).bind("assign"), cb(5));
+  finder.addMatcher(callExpr(isExpansionInMainFile(), callee(functionDecl(isExpansionInMainFile()))).bind("call"),
+                    cb(5));
+  finder.addMatcher(functionDecl(isExpansionInMainFile(), isDefinition()).bind("fn"), cb(6));
+}
+
+void find_recursion(clang::ASTContext& context, std::vector<Finding>& findings) {
+  const clang::SourceManager& sm = context.getSourceManager();
+  auto in_main = [&](const clang::Decl* d) {
+    return d && sm.isWrittenInMainFile(sm.getExpansionLoc(d->getLocation()));
+  };
+  clang::CallGraph graph;
+  graph.addToCallGraph(context.getTranslationUnitDecl());
+  for (auto scc = llvm::scc_begin(&graph); !scc.isAtEnd(); ++scc) {
+    const std::vector<clang::CallGraphNode*>& nodes = *scc;
+    if (!scc.hasCycle()) continue;
+    std::set<const clang::CallGraphNode*> members(nodes.begin(), nodes.end());
+    // Start at the first function of the checked file (in source order).
+    const clang::CallGraphNode* start = nullptr;
+    for (const clang::CallGraphNode* n : nodes)
+      if (in_main(n->getDecl()) &&
+          (!start || sm.isBeforeInTranslationUnit(n->getDecl()->getLocation(), start->getDecl()->getLocation())))
+        start = n;
+    if (!start) continue;
+    // Walk the cycle back to `start` (breadth-first, shortest).
+    std::map<const clang::CallGraphNode*, std::pair<const clang::CallGraphNode*, const clang::Expr*>> parent;
+    std::vector<const clang::CallGraphNode*> queue = {start};
+    const clang::Expr* closing_call = nullptr;
+    const clang::CallGraphNode* last = nullptr;
+    for (size_t q = 0; q < queue.size() && !last; ++q) {
+      for (const clang::CallGraphNode::CallRecord& edge : *queue[q]) {
+        if (!members.contains(edge.Callee)) continue;
+        if (edge.Callee == start) {
+          last = queue[q];
+          closing_call = edge.CallExpr;
+          break;
+        }
+        if (parent.emplace(edge.Callee, std::pair{queue[q], edge.CallExpr}).second) queue.push_back(edge.Callee);
+      }
+    }
+    if (!last) continue;
+    std::vector<std::string> names;
+    const clang::Expr* first_call = closing_call;
+    for (const clang::CallGraphNode* n = last; n != start; n = parent.at(n).first) {
+      names.push_back(llvm::cast<clang::NamedDecl>(n->getDecl())->getNameAsString());
+      first_call = parent.at(n).second;
+    }
+    std::string name = llvm::cast<clang::NamedDecl>(start->getDecl())->getNameAsString();
+    std::string message;
+    if (names.empty()) {
+      message = fmt::format("'{}' calls itself: recursion is not allowed in Metal", name);
+    } else {
+      std::string path = name;
+      for (auto it = names.rbegin(); it != names.rend(); ++it) path += " -> " + *it;
+      message = fmt::format("recursion through {} -> {}: recursion is not allowed in Metal", path, name);
+    }
+    clang::SourceLocation at = first_call && in_main(start->getDecl()) && sm.isWrittenInMainFile(sm.getExpansionLoc(first_call->getBeginLoc()))
+                                   ? first_call->getBeginLoc()
+                                   : start->getDecl()->getLocation();
+    findings.push_back({rules::kRecursion, at, std::move(message)});
+  }
+}
+
+}  // namespace mfagen::check

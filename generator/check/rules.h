@@ -1,0 +1,29 @@
+// The Metal-subset rules the checker enforces (DESIGN.md section 6): things
+// Metal rejects that clang's C++ for OpenCL (our host dialect) may accept.
+// Each diagnostic carries one of these names.
+#pragma once
+
+#include <string_view>
+
+namespace mfagen::check::rules {
+
+inline constexpr std::string_view kRecursion = "recursion";                     // direct or indirect, call graph
+inline constexpr std::string_view kFunctionPointer = "function-pointer";
+inline constexpr std::string_view kVirtualFunction = "virtual-function";
+inline constexpr std::string_view kExceptions = "exceptions";                   // throw, try
+inline constexpr std::string_view kDynamicAllocation = "dynamic-allocation";   // new, delete, malloc & co
+inline constexpr std::string_view kGoto = "goto";
+inline constexpr std::string_view kStdLibrary = "std-library";                 // std:: names
+inline constexpr std::string_view kInclude = "include";                        // headers other than <metal_*>
+inline constexpr std::string_view kThreadPointerEscape = "thread-pointer-escape";  // thread pointer stored to device memory
+inline constexpr std::string_view kGenericPointer = "generic-pointer";         // `float* p = device_ptr;`
+inline constexpr std::string_view kKernelParameterAttribute = "kernel-parameter-attribute";
+inline constexpr std::string_view kDuplicateBindingIndex = "duplicate-binding-index";
+inline constexpr std::string_view kKernelReturnType = "kernel-return-type";    // kernels return void
+inline constexpr std::string_view kDouble = "double";
+inline constexpr std::string_view kStaticLocal = "static-local";
+// Not Metal rules: clang's own errors, and manifest cross-check mismatches.
+inline constexpr std::string_view kCompileError = "compile-error";
+inline constexpr std::string_view kManifest = "manifest";
+
+}  // namespace mfagen::check::rules

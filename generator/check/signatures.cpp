@@ -1,0 +1,118 @@
+#include "check/signatures.h"
+
+#include <clang/AST/DeclCXX.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Basic/SourceManager.h>
+
+#include "check/ast_support.h"
+
+namespace mfagen::check {
+namespace {
+
+bool in_main_file(const clang::ASTContext& context, clang::SourceLocation at) {
+  const clang::SourceManager& sm = context.getSourceManager();
+  return sm.isWrittenInMainFile(sm.getExpansionLoc(at));
+}
+
+// Kernel-scope `threadgroup T name[...]` declarations of a body.
+class ThreadgroupVariables : public clang::RecursiveASTVisitor<ThreadgroupVariables> {
+ public:
+  explicit ThreadgroupVariables(const clang::ASTContext& context) : context_(context) {}
+  bool VisitVarDecl(clang::VarDecl* var) {
+    if (var->getType().getAddressSpace() == clang::LangAS::opencl_local && !var->getType()->isDependentType() &&
+        !var->getType()->isIncompleteType())
+      bytes += context_.getTypeSizeInChars(var->getType()).getQuantity();
+    return true;
+  }
+  uint64_t bytes = 0;
+
+ private:
+  const clang::ASTContext& context_;
+};
+
+BufferParam buffer_param(const clang::ParmVarDecl& param, uint32_t index, const clang::ASTContext& context) {
+  BufferParam b;
+  b.index = index;
+  b.name = param.getName().str();
+  clang::QualType type = param.getType();
+  b.is_reference = type->isReferenceType();
+  if (type->isPointerType() || type->isReferenceType()) {
+    clang::QualType pointee = type->getPointeeType();
+    b.space = metal_space(pointee.getAddressSpace());
+    b.is_const = pointee.isConstQualified();
+    b.element_type = metal_type_name(pointee, context);
+  } else {
+    b.element_type = metal_type_name(type, context);
+  }
+  return b;
+}
+
+}  // namespace
+
+std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const LineOf& line_of) {
+  std::vector<KernelSignature> kernels;
+  for (const clang::Decl* decl : context.getTranslationUnitDecl()->decls()) {
+    // Kernels at namespace scope too.
+    std::vector<const clang::Decl*> pending = {decl};
+    while (!pending.empty()) {
+      const clang::Decl* d = pending.back();
+      pending.pop_back();
+      if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) {
+        for (const clang::Decl* inner : ns->decls()) pending.push_back(inner);
+        continue;
+      }
+      const auto* fn = llvm::dyn_cast<clang::FunctionDecl>(d);
+      if (!fn || !fn->isThisDeclarationADefinition() || !in_main_file(context, fn->getLocation()) || !is_kernel(*fn))
+        continue;
+      KernelSignature k;
+      k.name = fn->getName().str();
+      for (const MslAttribute& a : msl_attributes(*fn))
+        if (a.name == "host_name" && a.argument.size() >= 2) k.name = a.argument.substr(1, a.argument.size() - 2);
+      k.line = line_of(fn->getLocation());
+      for (const clang::ParmVarDecl* param : fn->parameters()) {
+        for (const MslAttribute& a : msl_attributes(*param)) {
+          std::optional<uint32_t> index = attribute_index(a);
+          if (a.name == "buffer" && index) k.buffers.push_back(buffer_param(*param, *index, context));
+          if (a.name == "threadgroup" && index) k.threadgroup_buffers.push_back(buffer_param(*param, *index, context));
+          if (is_builtin_attribute(a.name))
+            k.builtins.push_back({a.name, param->getName().str(), metal_type_name(param->getType(), context)});
+        }
+      }
+      if (fn->hasBody()) {
+        ThreadgroupVariables visitor(context);
+        visitor.TraverseStmt(fn->getBody());
+        k.threadgroup_memory_bytes = visitor.bytes;
+      }
+      kernels.push_back(std::move(k));
+    }
+  }
+  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.line < b.line; });
+  return kernels;
+}
+
+std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& context, const LineOf& line_of) {
+  std::vector<FunctionConstant> constants;
+  std::vector<const clang::DeclContext*> pending = {context.getTranslationUnitDecl()};
+  while (!pending.empty()) {
+    const clang::DeclContext* dc = pending.back();
+    pending.pop_back();
+    for (const clang::Decl* d : dc->decls()) {
+      if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) pending.push_back(ns);
+      const auto* var = llvm::dyn_cast<clang::VarDecl>(d);
+      if (!var || !in_main_file(context, var->getLocation())) continue;
+      for (const MslAttribute& a : msl_attributes(*var)) {
+        if (a.name != "function_constant") continue;
+        FunctionConstant c;
+        c.index = attribute_index(a).value_or(~0u);
+        c.name = var->getName().str();
+        c.type = metal_type_name(var->getType(), context);
+        c.line = line_of(var->getLocation());
+        constants.push_back(std::move(c));
+      }
+    }
+  }
+  std::sort(constants.begin(), constants.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+  return constants;
+}
+
+}  // namespace mfagen::check

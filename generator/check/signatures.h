@@ -1,0 +1,21 @@
+// Signature extraction: each kernel's buffers, builtin parameters and static
+// threadgroup memory, and the program's function constants, read from the
+// AST of the checked file.
+#pragma once
+
+#include <clang/AST/ASTContext.h>
+
+#include <functional>
+#include <vector>
+
+#include "check/check.h"
+
+namespace mfagen::check {
+
+// Maps a location to its line in the original (unlowered) file.
+using LineOf = std::function<unsigned(clang::SourceLocation)>;
+
+std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const LineOf& line_of);
+std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& context, const LineOf& line_of);
+
+}  // namespace mfagen::check
