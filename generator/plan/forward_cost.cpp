@@ -123,8 +123,9 @@ BackwardCost backward_cost(const KernelPlan& plan, const CostShape& s) {
   const uint64_t dq_reads = q_heads * dq_keys * (d + dv) * e;
   const uint64_t writes = kv_once + q_heads * s.seq_q * d * e;  // dK, dV, dQ
   c.fa2_model_bytes = preprocess + kv_once + dkdv_reads + q_do_once + 2 * rows + dq_reads + writes;
-  c.kernel_device_bytes = c.fa2_model_bytes + s.batch * s.heads_kv * group * dkdv_queries * d * e +
-                          q_heads * dq_keys * d * e;
+  c.kernel_device_bytes = c.fa2_model_bytes;
+  if (!plan.resident_tiles)  // q and K staged a second time for dK and dQ
+    c.kernel_device_bytes += s.batch * s.heads_kv * group * dkdv_queries * d * e + q_heads * dq_keys * d * e;
   return c;
 }
 

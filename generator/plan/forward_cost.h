@@ -32,7 +32,7 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& shape);
 struct BackwardCost {
   double flops = 0;                    // 2 * visible pairs * (2 D + 2 Dv + D): S, dP, dV, dK, dQ (S again in dq)
   uint64_t fa2_model_bytes = 0;        // FlashAttention-2's backward IO: each tensor block read once per pass
-  uint64_t kernel_device_bytes = 0;    // this kernel: q (dkdv) and K (dq) are staged twice per block
+  uint64_t kernel_device_bytes = 0;    // this kernel: q (dkdv) and K (dq) staged twice unless resident_tiles
 };
 
 BackwardCost backward_cost(const KernelPlan& plan, const CostShape& shape);

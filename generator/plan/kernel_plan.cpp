@@ -156,6 +156,13 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
   p.threadgroup_bytes = staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved;
+  // Backward: when D and Dv fit one pass and two tiles fit, each operand keeps
+  // its own tile and is staged once per block instead of twice.
+  if (backward && p.d_passes == 1 && p.dv_passes == 1 &&
+      2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved <= kMaxThreadgroupBytes) {
+    p.resident_tiles = true;
+    p.threadgroup_bytes = 2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved;
+  }
   p.buffers = buffer_table(s);
   p.params_bytes = params_bytes(s);
   return p;

@@ -54,6 +54,7 @@ struct KernelPlan {
   uint32_t fragment_floats = 0;    // live float32 fragment values per thread
   bool tiles_from_table = false;
   uint32_t params_bytes = 0;       // sizeof the kernel's AttentionParams (its fields depend on the features)
+  bool resident_tiles = false;     // backward: q and dO (K and V) get a tile each, q (K) is staged once
   std::vector<BufferSlot> buffers;
   std::vector<FunctionConstantSlot> function_constants;  // none yet: every spec field is baked in
 };

@@ -91,6 +91,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"has_offset", has_offset},
       {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(params.seq_k) - int(params.seq_q)"},
       {"decode", s.kind == spec::Kind::decode},
+      {"resident", plan.resident_tiles},
       {"out_partial_index", number(plan::kOutPartialIndex)},
       {"lse_partial_index", number(plan::kLsePartialIndex)},
       {"d_out_index", number(plan::kDOutIndex)},
