@@ -77,7 +77,9 @@ std::string metal_type_name(clang::QualType type, const clang::ASTContext& conte
 std::string metal_spelling(std::string message) {
   static const std::pair<std::string_view, std::string_view> kSpaces[] = {
       {"__global ", "device "}, {"__local ", "threadgroup "}, {"__constant ", "constant "},
-      {"__private ", "thread "}, {"__generic ", ""}, {"C++ for OpenCL", "the host dialect (C++ for OpenCL)"}};
+      {"__private ", "thread "}, {"__generic ", ""}, {"'__global'", "'device'"}, {"'__local'", "'threadgroup'"},
+      {"'__constant'", "'constant'"}, {"'__private'", "'thread'"}, {"'__generic'", "'generic'"},
+      {"C++ for OpenCL", "the host dialect (C++ for OpenCL)"}};
   for (auto [from, to] : kSpaces)
     for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
       message.replace(at, from.size(), to);

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -144,9 +145,25 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
 
   void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override {
     clang::DiagnosticConsumer::HandleDiagnostic(level, info);
-    if (level < clang::DiagnosticsEngine::Error) return;
     llvm::SmallString<256> text;
     info.FormatDiagnostic(text);
+    if (level == clang::DiagnosticsEngine::Note) {
+      // The why of the last error ("candidate function not viable: cannot
+      // pass pointer to address space 'threadgroup' ..."), when it is in the
+      // checked file.
+      if (last_error_ && notes_ < 2 && info.hasSourceManager() &&
+          locator_.in_main(info.getSourceManager(), info.getLocation())) {
+        Diagnostic at = locator_.locate(info.getSourceManager(), info.getLocation());
+        out_[*last_error_].message +=
+            fmt::format(" (note: {}:{}: {})", at.line, at.column, metal_spelling(std::string(text.str())));
+        ++notes_;
+      }
+      return;
+    }
+    if (level < clang::DiagnosticsEngine::Error) {
+      last_error_.reset();
+      return;
+    }
     Diagnostic d;
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       d = locator_.locate(info.getSourceManager(), info.getLocation());
@@ -156,11 +173,15 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     d.rule = std::string(rule_of_clang_diagnostic(info.getID()));
     d.message = rule_message(info.getID(), metal_spelling(std::string(text.str())));
     out_.push_back(std::move(d));
+    last_error_ = out_.size() - 1;
+    notes_ = 0;
   }
 
  private:
   const Locator& locator_;
   std::vector<Diagnostic>& out_;
+  std::optional<size_t> last_error_;
+  int notes_ = 0;
 };
 
 struct ParseOutput {

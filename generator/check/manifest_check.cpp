@@ -41,8 +41,12 @@ class ManifestChecker {
     };
     // Entry points.
     std::vector<std::string> entries = {kernel};
-    if (entry.contains("dispatch") && entry["dispatch"].contains("combine_entry"))
+    if (entry.contains("entries")) {
+      // Every kernel function of the file (decode: + combine; backward: preprocess, dkdv, dq).
+      entries = entry["entries"].get<std::vector<std::string>>();
+    } else if (entry.contains("dispatch") && entry["dispatch"].contains("combine_entry")) {
       entries.push_back(entry["dispatch"]["combine_entry"].get<std::string>());
+    }
     for (const std::string& e : entries)
       if (!result.kernel(e))
         error(0, fmt::format("the manifest names entry point '{}' but {} defines no kernel of that name{}", e,

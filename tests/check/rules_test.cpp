@@ -1,0 +1,390 @@
+// Every Metal-subset rule of the checker (generator/check/rules.h): a small
+// MSL snippet that breaks it (the diagnostic's rule and line are asserted)
+// and a near miss that is valid Metal and passes clean.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "check/check.h"
+#include "check/rules.h"
+
+namespace mfagen::check {
+namespace {
+
+const std::string kHeader = "#include <metal_stdlib>\nusing namespace metal;\n";
+
+// 1-based line of the first line containing `marker`.
+unsigned line_of(const std::string& source, const std::string& marker) {
+  size_t at = source.find(marker);
+  EXPECT_NE(at, std::string::npos) << marker;
+  unsigned line = 1;
+  for (size_t i = 0; i < at; ++i) line += source[i] == '\n';
+  return line;
+}
+
+std::string dump(const CheckResult& r) {
+  std::string out;
+  for (const Diagnostic& d : r.diagnostics) out += d.to_string() + "\n";
+  return out;
+}
+
+// The source must give a diagnostic of `rule` on the line marked `// HERE`.
+void expect_rule(const std::string& body, std::string_view rule, const std::string& marker = "// HERE") {
+  const std::string source = kHeader + body;
+  CheckResult r = check_msl(source, "snippet.metal");
+  unsigned line = line_of(source, marker);
+  bool found = false;
+  for (const Diagnostic& d : r.diagnostics)
+    if (d.rule == rule && d.line == line && d.file == "snippet.metal") found = true;
+  EXPECT_TRUE(found) << "expected [" << rule << "] on line " << line << ", got:\n" << dump(r);
+}
+
+void expect_clean(const std::string& body) {
+  CheckResult r = check_msl(kHeader + body, "near_miss.metal");
+  EXPECT_TRUE(r.ok()) << dump(r);
+}
+
+TEST(CheckRules, RecursionDirect) {
+  expect_rule("uint depth(uint n) {\n  return n == 0 ? 0 : 1 + depth(n - 1);  // HERE\n}\n", rules::kRecursion);
+}
+
+TEST(CheckRules, RecursionIndirect) {
+  expect_rule(
+      "uint odd(uint n);\n"
+      "uint even(uint n) { return n == 0 ? 1 : odd(n - 1); }\n"
+      "uint odd(uint n) { return n == 0 ? 0 : even(n - 1); }  // HERE\n",
+      rules::kRecursion);
+}
+
+TEST(CheckRules, RecursionNearMissTemplatesAndCallChains) {
+  // Compile-time recursion over distinct instantiations is no call cycle.
+  expect_clean(
+      "template <uint N> uint sum() { return N + sum<N - 1>(); }\n"
+      "template <> uint sum<0>() { return 0; }\n"
+      "uint twice(uint x) { return 2 * x; }\n"
+      "uint quad(uint x) { return twice(twice(x)); }\n"
+      "kernel void k(device uint* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = quad(sum<4>());\n}\n");
+}
+
+TEST(CheckRules, FunctionPointer) {
+  expect_rule(
+      "float twice(float x) { return 2 * x; }\n"
+      "float apply(float (*f)(float), float x) { return f(x); }  // HERE\n",
+      rules::kFunctionPointer);
+}
+
+TEST(CheckRules, FunctionPointerNearMiss) {
+  expect_clean(
+      "float twice(float x) { return 2 * x; }\n"
+      "template <typename F> float apply(F f, float x) { return f.run(x); }\n"
+      "struct Twice { float run(float x) const { return twice(x); } };\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = apply(Twice(), out[i]);\n}\n");
+}
+
+TEST(CheckRules, VirtualFunction) {
+  expect_rule("struct Op {\n  virtual float run(float x) const { return x; }  // HERE\n};\n", rules::kVirtualFunction);
+}
+
+TEST(CheckRules, VirtualFunctionNearMiss) {
+  expect_clean(
+      "struct Op { float scale; float run(float x) const { return scale * x; } };\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  Op op{2.0f};\n  out[i] = op.run(out[i]);\n}\n");
+}
+
+TEST(CheckRules, ExceptionsThrow) {
+  expect_rule("float checked(float x) {\n  if (x < 0) throw 1;  // HERE\n  return x;\n}\n", rules::kExceptions);
+}
+
+TEST(CheckRules, ExceptionsTry) {
+  expect_rule("float guarded(float x) {\n  try {  // HERE\n  } catch (...) {\n  }\n  return x;\n}\n",
+              rules::kExceptions);
+}
+
+TEST(CheckRules, ExceptionsNearMiss) {
+  expect_clean(
+      "bool checked(float x, thread float& out) { if (x < 0) return false; out = x; return true; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float y = 0;\n  if (!checked(out[i], y)) return;\n  out[i] = y;\n}\n");
+}
+
+TEST(CheckRules, DynamicAllocationNew) {
+  expect_rule("void f() {\n  int* p = new int;  // HERE\n  (void)p;\n}\n", rules::kDynamicAllocation);
+}
+
+TEST(CheckRules, DynamicAllocationDelete) {
+  expect_rule("void f(thread int* p) {\n  delete p;  // HERE\n}\n", rules::kDynamicAllocation);
+}
+
+TEST(CheckRules, DynamicAllocationMalloc) {
+  expect_rule("void f() {\n  thread void* p = malloc(16);  // HERE\n  (void)p;\n}\n", rules::kDynamicAllocation);
+}
+
+TEST(CheckRules, DynamicAllocationNearMiss) {
+  expect_clean(
+      "uint allocate_slot(thread uint& next) { return next++; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float scratch[4] = {1, 2, 3, 4};\n  uint next = 0;\n"
+      "  out[i] = scratch[allocate_slot(next)];\n}\n");
+}
+
+TEST(CheckRules, Goto) {
+  expect_rule(
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  if (i > 4) goto done;  // HERE\n  out[i] = 1;\ndone:\n  return;\n}\n",
+      rules::kGoto);
+}
+
+TEST(CheckRules, GotoNearMiss) {
+  expect_clean(
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  for (uint j = 0; j < 8; ++j) {\n    if (j == i) continue;\n    if (j > 6) break;\n"
+      "    out[i] += 1;\n  }\n}\n");
+}
+
+TEST(CheckRules, StdLibrary) {
+  expect_rule("float smaller(float a, float b) {\n  return std::min(a, b);  // HERE\n}\n", rules::kStdLibrary);
+}
+
+TEST(CheckRules, StdLibraryNearMiss) {
+  expect_clean(
+      "float smaller(float a, float b) { return metal::min(a, b); }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  const float std_dev = 2;\n  out[i] = smaller(out[i], std_dev);\n}\n");
+}
+
+TEST(CheckRules, Include) {
+  expect_rule("#include <vector>  // HERE\nfloat f(float x) { return x; }\n", rules::kInclude);
+  expect_rule("#include \"helpers.h\"  // HERE\nfloat f(float x) { return x; }\n", rules::kInclude);
+}
+
+TEST(CheckRules, IncludeNearMiss) {
+  expect_clean(
+      "#include <metal_math>\n#include <metal_simdgroup_matrix>\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = exp2(out[i]);\n}\n");
+}
+
+TEST(CheckRules, ThreadPointerEscape) {
+  expect_rule(
+      "struct Slot { ulong address; };\n"
+      "kernel void k(device Slot* slots [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float local_value = 1.0f;\n"
+      "  slots[i].address = (ulong)&local_value;  // HERE\n}\n",
+      rules::kThreadPointerEscape);
+}
+
+TEST(CheckRules, ThreadPointerEscapeThroughPointerVariable) {
+  expect_rule(
+      "struct Holder { thread float* p; };\n"
+      "kernel void k(device ulong* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float x = 1.0f;\n  thread float* p = &x;\n"
+      "  out[i] = (ulong)p;  // HERE\n}\n",
+      rules::kThreadPointerEscape);
+}
+
+TEST(CheckRules, ThreadPointerEscapeNearMiss) {
+  // Values and device pointers may be stored to device memory.
+  expect_clean(
+      "struct Link { device float* next; float value; };\n"
+      "kernel void k(device Link* links [[buffer(0)]], device float* data [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  float x = 1.0f;\n  thread float* p = &x;\n"
+      "  links[i].next = data + i;\n  links[i].value = *p;\n}\n");
+}
+
+TEST(CheckRules, GenericPointerFromDevice) {
+  expect_rule(
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float* p = out;  // HERE\n  p[i] = 1.0f;\n}\n",
+      rules::kGenericPointer);
+}
+
+TEST(CheckRules, GenericPointerFromThreadgroup) {
+  expect_rule(
+      "void fill(float* p) { p[0] = 1.0f; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  threadgroup float tile[32];\n"
+      "  fill(tile);  // HERE\n  out[i] = tile[0];\n}\n",
+      rules::kGenericPointer);
+}
+
+TEST(CheckRules, GenericPointerAssignment) {
+  expect_rule(
+      "kernel void k(constant float* in [[buffer(0)]], device float* out [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  const float* p;\n  p = out;  // HERE\n  out[i] = p[0] + in[0];\n}\n",
+      rules::kGenericPointer);
+}
+
+TEST(CheckRules, GenericPointerNearMiss) {
+  expect_clean(
+      "void fill(threadgroup float* p) { p[0] = 1.0f; }\n"
+      "float first(const device float& x) { return x; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  threadgroup float tile[32];\n  device float* p = out + i;\n  float x = 2.0f;\n  float* t = &x;\n"
+      "  fill(tile);\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  *p = tile[0] + *t + first(out[0]);\n}\n");
+}
+
+TEST(CheckRules, KernelParameterWithoutAttribute) {
+  expect_rule(
+      "kernel void k(device float* out [[buffer(0)]],\n"
+      "              uint count) {  // HERE\n  out[0] = count;\n}\n",
+      rules::kKernelParameterAttribute);
+}
+
+TEST(CheckRules, KernelParameterBufferOnValue) {
+  expect_rule(
+      "kernel void k(device float* out [[buffer(0)]],\n"
+      "              uint count [[buffer(1)]]) {  // HERE\n  out[0] = count;\n}\n",
+      rules::kKernelParameterAttribute);
+}
+
+TEST(CheckRules, DuplicateBufferIndex) {
+  expect_rule(
+      "kernel void k(device float* a [[buffer(2)]],\n"
+      "              device float* b [[buffer(2)]]) {  // HERE\n  a[0] = b[0];\n}\n",
+      rules::kDuplicateBindingIndex);
+}
+
+TEST(CheckRules, BindingNearMiss) {
+  // buffer(0) and threadgroup(0) are different tables; builtins need no index.
+  expect_clean(
+      "struct Params { uint n; };\n"
+      "kernel void k(device float* a [[buffer(0)]], constant Params& params [[buffer(1)]],\n"
+      "              threadgroup float* scratch [[threadgroup(0)]],\n"
+      "              uint3 group [[threadgroup_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {\n"
+      "  scratch[lane] = a[group.x];\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  if (lane < params.n) a[lane] = scratch[0];\n}\n");
+}
+
+TEST(CheckRules, KernelReturnType) {
+  expect_rule("kernel float k(device float* a [[buffer(0)]]) {  // HERE\n  return a[0];\n}\n",
+              rules::kKernelReturnType);
+  expect_rule("[[kernel]] uint k2(device float* a [[buffer(0)]]) {  // HERE\n  return 0;\n}\n",
+              rules::kKernelReturnType);
+}
+
+TEST(CheckRules, KernelReturnTypeNearMiss) {
+  expect_clean(
+      "float load(device float* a, uint i) { return a[i]; }\n"
+      "[[kernel]] void k(device float* a [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  a[i] = load(a, i) + 1;\n}\n");
+}
+
+TEST(CheckRules, Double) {
+  expect_rule("float widen(float x) {\n  double wide = x;  // HERE\n  return float(wide);\n}\n", rules::kDouble);
+  expect_rule("float cast(float x) {\n  return float((double)x * 2);  // HERE\n}\n", rules::kDouble);
+}
+
+TEST(CheckRules, DoubleNearMiss) {
+  expect_clean(
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float doubled = out[i] * 2.0f;\n  half h = half(doubled);\n  out[i] = float(h);\n}\n");
+}
+
+TEST(CheckRules, StaticLocal) {
+  expect_rule("uint counter() {\n  static uint calls = 0;  // HERE\n  return ++calls;\n}\n", rules::kStaticLocal);
+}
+
+TEST(CheckRules, StaticLocalNearMiss) {
+  expect_clean(
+      "constant float kTable[4] = {1, 2, 3, 4};\n"
+      "constant constexpr uint kCount = 4;\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  const float scale = 2.0f;\n  out[i] = kTable[i % kCount] * scale;\n}\n");
+}
+
+TEST(CheckRules, ColumnsAreThoseOfTheOriginalText) {
+  // Address spaces and attributes are rewritten before parsing; positions
+  // must still be those of the file as written.
+  const std::string source = kHeader +
+                             "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) "
+                             "{ device float* p = out; double d = 1; out[i] = d; }\n";
+  CheckResult r = check_msl(source, "columns.metal");
+  ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r);
+  const std::string line3 = source.substr(source.find("kernel"));
+  EXPECT_EQ(r.diagnostics[0].rule, rules::kDouble);
+  EXPECT_EQ(r.diagnostics[0].line, 3u);
+  EXPECT_EQ(r.diagnostics[0].column, line3.find("double") + 1);
+}
+
+TEST(CheckRules, ClangErrorsKeepTheirLocation) {
+  const std::string source = kHeader +
+                             "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+                             "  out[i] = 1.0f\n}\n";
+  CheckResult r = check_msl(source, "broken.metal");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diagnostics[0].rule, rules::kCompileError);
+  EXPECT_EQ(r.diagnostics[0].to_string(), "broken.metal:4:16: error: expected ';' after expression [compile-error]");
+}
+
+TEST(CheckRules, AddressSpaceMismatchIsAnError) {
+  // Metal's address spaces are clang address spaces: mixing them is an error
+  // in Metal's spelling.
+  const std::string source = kHeader +
+                             "void store(device float* p) { p[0] = 1; }\n"
+                             "kernel void k(device float* out [[buffer(0)]]) {\n"
+                             "  threadgroup float tile[4];\n  store(tile);\n  out[0] = tile[0];\n}\n";
+  CheckResult r = check_msl(source, "spaces.metal");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diagnostics[0].line, 6u) << dump(r);
+  EXPECT_NE(r.diagnostics[0].message.find("threadgroup"), std::string::npos) << dump(r);
+}
+
+TEST(CheckSignatures, BuffersBuiltinsConstantsAndThreadgroupMemory) {
+  const std::string source = kHeader +
+                             "struct Params { uint n; float scale; };\n"
+                             "constant bool has_bias [[function_constant(3)]];\n"
+                             "constant uint tile_rows [[function_constant(0)]];\n"
+                             "kernel void scale(device const half* in [[buffer(0)]],\n"
+                             "                  device float* out [[buffer(2)]],\n"
+                             "                  constant Params& params [[buffer(1)]],\n"
+                             "                  threadgroup float* scratch [[threadgroup(0)]],\n"
+                             "                  uint3 group [[threadgroup_position_in_grid]],\n"
+                             "                  ushort lane [[thread_index_in_simdgroup]]) {\n"
+                             "  threadgroup float a[64];\n"
+                             "  threadgroup half b[2][16];\n"
+                             "  a[lane] = float(in[group.x]) * params.scale;\n"
+                             "  b[0][lane % 16] = half(a[0]);\n"
+                             "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                             "  if (has_bias && is_function_constant_defined(has_bias)) scratch[lane] = 1;\n"
+                             "  out[group.x] = a[lane] + float(b[0][0]) + tile_rows;\n"
+                             "}\n";
+  CheckResult r = check_msl(source, "sig.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  const KernelSignature& k = r.kernels[0];
+  EXPECT_EQ(k.name, "scale");
+  EXPECT_EQ(k.line, 6u);
+  EXPECT_EQ(k.threadgroup_memory_bytes, 64u * 4 + 2 * 16 * 2);
+  ASSERT_EQ(k.buffers.size(), 3u);
+  EXPECT_EQ(k.buffers[0].index, 0u);
+  EXPECT_EQ(k.buffers[0].name, "in");
+  EXPECT_EQ(k.buffers[0].space, AddressSpace::device);
+  EXPECT_EQ(k.buffers[0].element_type, "half");
+  EXPECT_TRUE(k.buffers[0].is_const);
+  EXPECT_EQ(k.buffers[0].metal_type(), "device const half*");
+  EXPECT_EQ(k.buffers[1].metal_type(), "device float*");
+  EXPECT_EQ(k.buffers[1].index, 2u);
+  EXPECT_EQ(k.buffers[2].metal_type(), "constant Params&");
+  EXPECT_TRUE(k.buffers[2].is_reference);
+  ASSERT_EQ(k.threadgroup_buffers.size(), 1u);
+  EXPECT_EQ(k.threadgroup_buffers[0].metal_type(), "threadgroup float*");
+  ASSERT_EQ(k.builtins.size(), 2u);
+  EXPECT_EQ(k.builtins[0].attribute, "threadgroup_position_in_grid");
+  EXPECT_EQ(k.builtins[0].type, "uint3");
+  EXPECT_EQ(k.builtins[1].type, "ushort");
+  ASSERT_EQ(r.function_constants.size(), 2u);
+  EXPECT_EQ(r.function_constants[0].index, 0u);
+  EXPECT_EQ(r.function_constants[0].name, "tile_rows");
+  EXPECT_EQ(r.function_constants[0].type, "uint");
+  EXPECT_EQ(r.function_constants[1].index, 3u);
+  EXPECT_EQ(r.function_constants[1].type, "bool");
+}
+
+}  // namespace
+}  // namespace mfagen::check
