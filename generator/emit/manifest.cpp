@@ -65,6 +65,7 @@ Json function_constants_json(const plan::KernelPlan& p) {
 Json kernel_json(const plan::KernelPlan& p) {
   Json k;
   k["name"] = p.entry;
+  k["entries"] = p.entries;  // every kernel function of the file, in launch order
   k["file"] = kernel_file_name(p);
   k["hash"] = render::forward_kernel_hash(p);
   k["template"] = render::kernel_template_version(p);
