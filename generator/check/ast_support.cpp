@@ -79,7 +79,7 @@ std::string metal_spelling(std::string message) {
       {"__global ", "device "}, {"__local ", "threadgroup "}, {"__constant ", "constant "},
       {"__private ", "thread "}, {"__generic ", ""}, {"'__global'", "'device'"}, {"'__local'", "'threadgroup'"},
       {"'__constant'", "'constant'"}, {"'__private'", "'thread'"}, {"'__generic'", "'generic'"},
-      {"C++ for OpenCL", "the host dialect (C++ for OpenCL)"}};
+      {" *__private", " *"}, {"C++ for OpenCL", "the host dialect (C++ for OpenCL)"}};
   for (auto [from, to] : kSpaces)
     for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
       message.replace(at, from.size(), to);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,11 @@ class ManifestChecker {
       if (!result.kernel(e))
         error(0, fmt::format("the manifest names entry point '{}' but {} defines no kernel of that name{}", e,
                              result.file, kernel_list(result)));
+    if (entry.contains("entries"))
+      for (const KernelSignature& k : result.kernels)
+        if (std::find(entries.begin(), entries.end(), k.name) == entries.end())
+          error(k.line, fmt::format("{} defines kernel '{}' but the manifest's entries do not list it",
+                                    result.file, k.name));
 
     // Buffers: union of the file's kernels by index.
     std::map<uint32_t, SourceBuffer> source;
