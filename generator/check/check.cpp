@@ -234,7 +234,16 @@ std::filesystem::path resolve_standin(const CheckOptions& options) {
   std::filesystem::path dir = options.standin_dir;
   if (dir.empty())
     if (const char* env = std::getenv("MFAGEN_STANDIN_DIR"); env && *env) dir = env;
-  if (dir.empty()) dir = MFAGEN_CHECK_STANDIN_DIR;
+  if (dir.empty() || !std::filesystem::exists(dir / "metal_stdlib")) {
+    if (options.standin_dir.empty() && !std::getenv("MFAGEN_STANDIN_DIR")) dir = MFAGEN_CHECK_STANDIN_DIR;
+  }
+  if (!std::filesystem::exists(dir / "metal_stdlib") && options.standin_dir.empty()) {
+    // An installed mfagen (`cmake --install`): PREFIX/bin/mfagen and PREFIX/share/mfagen/metal_standin.
+    std::error_code ec;
+    std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    std::filesystem::path installed = exe.parent_path().parent_path() / "share/mfagen/metal_standin/include";
+    if (!ec && std::filesystem::exists(installed / "metal_stdlib")) dir = installed;
+  }
   if (dir.empty() || !std::filesystem::exists(dir / "metal_stdlib"))
     throw CheckerError(fmt::format("mfagen check: the Metal stand-in header '{}' does not exist (set "
                                    "MFAGEN_STANDIN_DIR to the folder holding metal_stdlib)",

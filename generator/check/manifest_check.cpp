@@ -193,4 +193,13 @@ std::vector<Diagnostic> check_manifest(const std::vector<CheckResult>& results, 
   return out;
 }
 
+std::string check_generated(const std::vector<SourceFile>& files, std::string_view manifest_text) {
+  std::vector<CheckResult> results = check_many(files);
+  std::string findings;
+  for (const CheckResult& r : results)
+    for (const Diagnostic& d : r.diagnostics) findings += d.to_string() + "\n";
+  for (const Diagnostic& d : check_manifest(results, manifest_text, "manifest.json")) findings += d.to_string() + "\n";
+  return findings;
+}
+
 }  // namespace mfagen::check

@@ -17,4 +17,9 @@ namespace mfagen::check {
 std::vector<Diagnostic> check_manifest(const std::vector<CheckResult>& results, std::string_view manifest_text,
                                        std::string_view manifest_name);
 
+// The Check stage of `mfagen generate`: every rendered file checked (in
+// parallel) and cross-checked against the manifest about to be written.
+// The findings, one per line; empty when everything is clean.
+std::string check_generated(const std::vector<SourceFile>& files, std::string_view manifest_text);
+
 }  // namespace mfagen::check

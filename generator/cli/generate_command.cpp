@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "check/manifest_check.h"
 #include "commands.h"
 #include "emit/emit.h"
 #include "emit/manifest.h"
@@ -32,6 +34,7 @@ struct GenerateArgs {
   std::string out_dir;
   std::string depfile;
   bool quiet = false;
+  bool check = true;  // the Check stage (generator/check), --no-check skips it
 };
 
 std::string elapsed_text(std::chrono::steady_clock::time_point start) {
@@ -54,6 +57,13 @@ int run_generate(const GenerateArgs& args) {
   for (const spec::KernelSpec& s : spec::load_spec_files(spec_files)) plans.push_back(plan::plan_kernel(s));
   std::vector<std::string> sources;
   for (const plan::KernelPlan& p : plans) sources.push_back(render::render_forward(p));
+  if (args.check) {  // Check stage: Metal rules and signatures vs the manifest, before anything is written
+    std::vector<check::SourceFile> files;
+    for (size_t i = 0; i < plans.size(); ++i) files.push_back({emit::kernel_file_name(plans[i]), sources[i]});
+    std::string findings = check::check_generated(files, emit::manifest_json(plans, sources));
+    if (!findings.empty())
+      throw std::runtime_error("generated kernels fail the Metal check (nothing was written):\n" + findings);
+  }
 
   std::optional<fs::path> depfile;
   if (!args.depfile.empty()) depfile = args.depfile;
@@ -105,6 +115,7 @@ void register_generate_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--depfile", args->depfile, "also write a Make/Ninja depfile for DIR/manifest.json")
       ->type_name("FILE");
   cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
+  cmd->add_flag("!--no-check", args->check, "skip the clang check of the generated kernels (mfagen check)");
   cmd->callback([args, &action] { action = [args] { return run_generate(*args); }; });
 }
 

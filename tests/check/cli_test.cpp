@@ -1,0 +1,107 @@
+// `mfagen check` end to end: the built binary on generated kernels, on a
+// kernel breaking rules, and on a syntactically broken file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "../cli/run_process.h"
+
+namespace mfagen::check {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mfagen_check_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+  test::ProcessResult mfagen(std::vector<std::string> args) {
+    args.insert(args.begin(), MFAGEN_EXE);
+    return test::run_process(args, dir_);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CheckCli, SyntaxErrorIsReportedWithItsLocation) {
+  fs::path file = write("broken.metal",
+                        "#include <metal_stdlib>\nusing namespace metal;\n"
+                        "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+                        "  out[i] = 1.0f\n}\n");
+  test::ProcessResult r = mfagen({"check", file.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(file.string() + ":4:16: error: expected ';' after expression [compile-error]"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(CheckCli, GarbageIsAnErrorNotACrash) {
+  fs::path file = write("garbage.metal", std::string("\x01\x02 kernel void ((( [[[ }}} \"unterminated\n", 40));
+  test::ProcessResult r = mfagen({"check", file.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(file.string() + ":1:"), std::string::npos) << r.err;
+}
+
+TEST_F(CheckCli, RuleFindingsExitOne) {
+  fs::path file = write("rules.metal",
+                        "#include <metal_stdlib>\n#include <cmath>\nusing namespace metal;\n"
+                        "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+                        "  double d = out[i];\n  out[i] = d;\n}\n");
+  test::ProcessResult r = mfagen({"check", file.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(file.string() + ":2:10: error: 'cmath' is not a Metal header"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(file.string() + ":5:3: error: 'double' is not supported by Metal (use float) [double]"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(CheckCli, GeneratedKernelsPassWithTheirManifest) {
+  fs::path out = dir_ / "out";
+  test::ProcessResult g = mfagen({"generate", std::string(MFAGEN_SOURCE_DIR) + "/specs/llama.json", "-o",
+                                  out.string(), "--no-check"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  std::vector<std::string> args = {"check", "--manifest", (out / "manifest.json").string(), "--signatures"};
+  for (const auto& entry : fs::directory_iterator(out))
+    if (entry.path().extension() == ".metal") args.push_back(entry.path().string());
+  test::ProcessResult r = mfagen(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("signatures match"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[[buffer(5)]] constant AttentionParams& params"), std::string::npos) << r.out;
+}
+
+TEST_F(CheckCli, ManifestMismatchExitsOne) {
+  fs::path out = dir_ / "out";
+  ASSERT_EQ(mfagen({"generate", std::string(MFAGEN_SOURCE_DIR) + "/specs/qwen.json", "-o", out.string(),
+                    "--no-check"})
+                .exit_code,
+            0);
+  std::ifstream in(out / "manifest.json");
+  std::string manifest((std::istreambuf_iterator<char>(in)), {});
+  size_t at = manifest.find("\"index\": 4");
+  ASSERT_NE(at, std::string::npos);
+  manifest.replace(at, 10, "\"index\": 7");
+  fs::path tampered = write("tampered.json", manifest);
+  std::vector<std::string> args = {"check", "--manifest", tampered.string()};
+  for (const auto& entry : fs::directory_iterator(out))
+    if (entry.path().extension() == ".metal") args.push_back(entry.path().string());
+  test::ProcessResult r = mfagen(args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the manifest lists buffer 7 'lse' (device float*) but no kernel of"), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace mfagen::check
