@@ -67,6 +67,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"hash", forward_kernel_hash(plan)},
       {"score_formula", score_formula(s)},
       {"visibility_rule", rule},
+      {"has_visibility_rule", !rule.empty()},  // mustache treats "" as true
       {"elem_type", element_type(s.dtype)},
       {"head_dim", number(s.head_dim)},
       {"head_dim_v", number(s.head_dim_v)},

@@ -273,7 +273,7 @@ TEST(CheckFormatting, RenderedKernelsAreStableAndTidy) {
 // Disabled: templates/attention_forward.metal.mustache line 11 renders
 // "//                  " (trailing blanks) for kernels with no visibility
 // rule (no causal, window or mask). Enable once the template is fixed.
-TEST(CheckFormatting, DISABLED_RenderedKernelsHaveNoTrailingWhitespace) {
+TEST(CheckFormatting, RenderedKernelsHaveNoTrailingWhitespace) {
   std::string problems = formatting_problems(true);
   EXPECT_TRUE(problems.empty()) << problems.substr(0, 4000);
 }
