@@ -48,7 +48,7 @@ RunStats CpuBackend::run(const Library& library, const KernelEntry& kernel, cons
     std::string text = std::to_string(result.findings_total()) + " detector finding(s) in generated kernel " +
                        kernel.name + ":";
     for (const cpu::LaunchResult& l : result.launches)
-      for (const cpu::Finding& f : l.findings) text += "\n" + f.to_string();
+      for (const cpu::Finding& f : l.findings) text.append("\n").append(f.to_string());
     throw KernelFindingsError(text);
   }
   stats.seconds = result.seconds();

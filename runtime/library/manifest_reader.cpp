@@ -1,8 +1,18 @@
 // Library::load: manifest.json (written by mfagen generate) into the
 // immutable kernel table. This is the only place the runtime reads JSON.
+//
+// Every entry is validated before it can be selected, and each error names
+// the manifest, the kernel (position and name), the field's JSON path and
+// what was expected. Beyond types and ranges, each kernel's buffer table and
+// params size are cross-checked against what this runtime's planner would
+// bind, so a manifest from a generator whose kernel ABI differs from this
+// runtime's is refused at load instead of corrupting memory at dispatch.
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "mfagen/library.h"
 
@@ -11,81 +21,218 @@ namespace {
 
 using Json = nlohmann::json;
 
-template <class Enum, size_t N>
-Enum parse_enum(const Json& value, const std::array<std::pair<std::string_view, Enum>, N>& names, const char* what) {
-  const std::string text = value.get<std::string>();
-  for (const auto& [name, e] : names)
-    if (name == text) return e;
-  throw ManifestError(std::string("manifest: unknown ") + what + " \"" + text + "\"");
+constexpr int kFormat = 1;
+// Hardware limits of DESIGN.md section 4; a kernel beyond them cannot launch.
+constexpr uint64_t kMaxThreads = 1024, kMaxThreadgroupBytes = 32768, kMaxHeadDim = (1u << 20) - 1;
+
+// A JSON value with the path it was reached by, for error messages.
+struct Field {
+  const Json& value;
+  std::string path;
+
+  [[noreturn]] void fail(const std::string& expected) const {
+    std::string got = value.dump();
+    if (got.size() > 120) got = got.substr(0, 117) + "...";
+    throw ManifestError(path + ": expected " + expected + ", got " + got);
+  }
+  Field at(const std::string& key) const {
+    if (!value.is_object()) fail("an object");
+    const auto it = value.find(key);
+    if (it == value.end()) throw ManifestError(path + ": missing field \"" + key + "\"");
+    return {*it, path + "." + key};
+  }
+  bool has(const std::string& key) const { return value.is_object() && value.contains(key); }
+  std::string string() const {
+    if (!value.is_string()) fail("a string");
+    return value.get<std::string>();
+  }
+  bool boolean() const {
+    if (!value.is_boolean()) fail("true or false");
+    return value.get<bool>();
+  }
+  uint64_t integer(uint64_t min, uint64_t max) const {
+    const bool in_range = value.is_number_unsigned() ||
+                          (value.is_number_integer() && value.get<int64_t>() >= 0);
+    if (!in_range || value.get<uint64_t>() < min || value.get<uint64_t>() > max)
+      fail("an integer in " + std::to_string(min) + ".." + std::to_string(max));
+    return value.get<uint64_t>();
+  }
+  template <class Enum, size_t N>
+  Enum one_of(const std::array<std::pair<std::string_view, Enum>, N>& names) const {
+    if (value.is_string())
+      for (const auto& [name, e] : names)
+        if (name == value.get<std::string>()) return e;
+    std::string expected = "one of";
+    for (size_t i = 0; i < N; ++i) expected += std::string(i ? ", \"" : " \"") + std::string(names[i].first) + "\"";
+    fail(expected);
+  }
+  const Json& array() const {
+    if (!value.is_array()) fail("an array");
+    return value;
+  }
+};
+
+constexpr std::array<std::pair<std::string_view, KernelKind>, 3> kKinds{
+    {{"forward", KernelKind::forward}, {"decode", KernelKind::decode}, {"backward", KernelKind::backward}}};
+constexpr std::array<std::pair<std::string_view, ElementType>, 3> kDtypes{
+    {{"float16", ElementType::float16}, {"bfloat16", ElementType::bfloat16}, {"float32", ElementType::float32}}};
+constexpr std::array<std::pair<std::string_view, CausalMode>, 3> kCausal{
+    {{"none", CausalMode::none}, {"top_left", CausalMode::top_left}, {"bottom_right", CausalMode::bottom_right}}};
+constexpr std::array<std::pair<std::string_view, MaskInput>, 3> kMasks{
+    {{"none", MaskInput::none}, {"bool", MaskInput::boolean}, {"additive", MaskInput::additive}}};
+
+// The kernel functions of a file in launch order, as the planner launches them.
+std::vector<std::string> expected_entries(const KernelEntry& e) {
+  if (e.kind == KernelKind::decode) return {e.name, e.name + "_combine"};
+  if (e.kind == KernelKind::backward) return {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"};
+  return {e.name};
 }
 
-KernelEntry parse_kernel(const Json& k) {
+// The smallest call a kernel accepts, to learn its buffer table and params
+// size from the planner.
+ForwardCall canonical_call(const KernelEntry& e) {
+  ForwardCall call;
+  call.strides = contiguous_bhsd(call.shape, e.info.head_dim, e.info.head_dim_v);
+  if (e.info.softcap) call.softcap = 30;
+  return call;
+}
+
+std::string describe_buffers(const std::vector<std::tuple<uint32_t, std::string, bool, bool>>& buffers) {
+  std::string text;
+  for (const auto& [index, name, written, scratch] : buffers)
+    text += (text.empty() ? "" : ", ") + std::to_string(index) + " " + name + (written ? " write" : " read") +
+            (scratch ? " scratch" : "");
+  return "[" + text + "]";
+}
+
+KernelEntry parse_kernel(const Field& k) {
   KernelEntry e;
-  const Json& spec = k.at("spec");
-  const Json& dispatch = k.at("dispatch");
-  e.name = k.at("name").get<std::string>();
-  e.file = k.at("file").get<std::string>();
-  e.hash = k.at("hash").get<std::string>();
-  e.kind = parse_enum(spec.at("kind"),
-                      std::array<std::pair<std::string_view, KernelKind>, 3>{
-                          {{"forward", KernelKind::forward}, {"decode", KernelKind::decode}, {"backward", KernelKind::backward}}},
-                      "kind");
-  e.dtype = parse_enum(spec.at("dtype"),
-                       std::array<std::pair<std::string_view, ElementType>, 3>{{{"float16", ElementType::float16},
-                                                                                 {"bfloat16", ElementType::bfloat16},
-                                                                                 {"float32", ElementType::float32}}},
-                       "dtype");
-  e.causal = parse_enum(spec.at("causal"),
-                        std::array<std::pair<std::string_view, CausalMode>, 3>{{{"none", CausalMode::none},
-                                                                                 {"top_left", CausalMode::top_left},
-                                                                                 {"bottom_right", CausalMode::bottom_right}}},
-                        "causal mode");
+  e.name = k.at("name").string();
+  if (e.name.empty()) k.at("name").fail("a kernel function name");
+  e.file = k.at("file").string();
+  if (e.file.empty() || std::filesystem::path(e.file).is_absolute() || e.file.find("..") != std::string::npos)
+    k.at("file").fail("a file name relative to the manifest's folder");
+  e.hash = k.at("hash").string();
+
+  const Field spec = k.at("spec");
+  e.kind = spec.at("kind").one_of(kKinds);
+  e.dtype = spec.at("dtype").one_of(kDtypes);
+  e.causal = spec.at("causal").one_of(kCausal);
   ForwardKernelInfo& info = e.info;
   info.entry = e.name;
   info.element_bytes = e.dtype == ElementType::float32 ? 4 : 2;
-  info.head_dim = spec.at("head_dim").get<uint32_t>();
-  info.head_dim_v = spec.at("head_dim_v").get<uint32_t>();
-  info.block_q = dispatch.at("block_q").get<uint32_t>();
-  info.block_k = dispatch.at("block_k").get<uint32_t>();
-  info.threads = dispatch.at("threads_per_threadgroup").get<uint32_t>();
-  info.threadgroup_bytes = dispatch.at("threadgroup_memory_bytes").get<uint32_t>();
-  info.gqa = spec.at("gqa").get<bool>();
-  info.lse = spec.at("lse").get<bool>();
-  info.mask = parse_enum(spec.at("mask"),
-                         std::array<std::pair<std::string_view, MaskInput>, 3>{{{"none", MaskInput::none},
-                                                                                {"bool", MaskInput::boolean},
-                                                                                {"additive", MaskInput::additive}}},
-                         "mask");
-  info.window = spec.at("window").get<bool>();
-  info.softcap = spec.at("softcap").get<bool>();
-  info.alibi = spec.at("alibi").get<bool>();
+  info.head_dim = uint32_t(spec.at("head_dim").integer(1, kMaxHeadDim));
+  info.head_dim_v = uint32_t(spec.at("head_dim_v").integer(1, kMaxHeadDim));
+  info.gqa = spec.at("gqa").boolean();
+  info.lse = spec.at("lse").boolean();
+  info.mask = spec.at("mask").one_of(kMasks);
+  info.window = spec.at("window").boolean();
+  info.softcap = spec.at("softcap").boolean();
+  info.alibi = spec.at("alibi").boolean();
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
-  if (info.decode) info.combine_entry = dispatch.at("combine_entry").get<std::string>();
-  e.params_bytes = k.at("params").at("bytes").get<uint32_t>();
+  if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");
+
+  const Field dispatch = k.at("dispatch");
+  info.block_q = uint32_t(dispatch.at("block_q").integer(1, kMaxThreads));
+  info.block_k = uint32_t(dispatch.at("block_k").integer(1, kMaxThreads));
+  info.threads = uint32_t(dispatch.at("threads_per_threadgroup").integer(1, kMaxThreads));
+  info.threadgroup_bytes = uint32_t(dispatch.at("threadgroup_memory_bytes").integer(0, kMaxThreadgroupBytes));
+  if (info.decode) {
+    info.combine_entry = dispatch.at("combine_entry").string();
+    if (info.combine_entry != e.name + "_combine") dispatch.at("combine_entry").fail("\"" + e.name + "_combine\"");
+  }
+
+  // Entry points, in launch order (older manifests without "entries" get the
+  // names the generator gives them).
+  e.entries = expected_entries(e);
+  if (k.has("entries")) {
+    const Field entries = k.at("entries");
+    std::vector<std::string> listed;
+    for (size_t i = 0; i < entries.array().size(); ++i)
+      listed.push_back(Field{entries.value[i], entries.path + "[" + std::to_string(i) + "]"}.string());
+    if (listed != e.entries) entries.fail(Json(e.entries).dump() + " (the kernel functions a " +
+                                          std::string(to_string(e.kind)) + " kernel launches, in order)");
+  }
+
+  static const Json kNone = Json::array();
+  const Field constants = k.has("function_constants") ? k.at("function_constants") : Field{kNone, ""};
+  for (size_t i = 0; i < constants.array().size(); ++i) {
+    const Field c{constants.value[i], constants.path + "[" + std::to_string(i) + "]"};
+    e.function_constants.push_back({uint32_t(c.at("index").integer(0, 65535)), c.at("name").string(),
+                                    c.at("type").string()});
+  }
+
+  const Field params = k.at("params");
+  e.params_bytes = uint32_t(params.at("bytes").integer(1, LaunchPlan::kMaxParamsBytes));
+  if (params.has("buffer") && params.at("buffer").integer(0, 31) != kForwardParams)
+    params.at("buffer").fail(std::to_string(kForwardParams));
+
+  // Cross-check the kernel's ABI against this runtime's planner.
+  const LaunchPlan plan = Library::launch_plan(e, canonical_call(e));
+  if (plan.params_size != e.params_bytes)
+    params.at("bytes").fail(std::to_string(plan.params_size) + " (the AttentionParams this runtime writes for a " +
+                            std::string(to_string(e.kind)) + " kernel with these features; generator and runtime differ)");
+  std::vector<std::tuple<uint32_t, std::string, bool, bool>> expected, listed;
+  for (const LaunchPlan::Buffer& b : plan.buffers())
+    expected.emplace_back(b.index, std::string(b.name), b.written, b.scratch);
+  const Field buffers = k.at("buffers");
+  for (size_t i = 0; i < buffers.array().size(); ++i) {
+    const Field b{buffers.value[i], buffers.path + "[" + std::to_string(i) + "]"};
+    const std::string access = b.at("access").string();
+    if (access != "read" && access != "write") b.at("access").fail("\"read\" or \"write\"");
+    listed.emplace_back(uint32_t(b.at("index").integer(0, 31)), b.at("name").string(), access == "write",
+                        b.has("scratch") && b.at("scratch").boolean());
+  }
+  std::sort(expected.begin(), expected.end());
+  std::sort(listed.begin(), listed.end());
+  if (listed != expected)
+    throw ManifestError(buffers.path + ": " + describe_buffers(listed) + " differs from the buffers this runtime binds " +
+                        describe_buffers(expected) + " (generator and runtime differ)");
   return e;
 }
 
 }  // namespace
 
 Library Library::load_from_memory(std::string_view manifest_json, std::filesystem::path directory) {
+  Json m;
+  try {
+    m = Json::parse(manifest_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw ManifestError(std::string("manifest is not valid JSON: ") + e.what());
+  }
+  const Field root{m, "manifest"};
+  if (!m.is_object()) root.fail("an object (an mfagen manifest.json)");
+  if (!root.has("format")) throw ManifestError("manifest: no \"format\" field: not an mfagen manifest");
+  const Field format = root.at("format");
+  if (!format.value.is_number_integer() || format.value.get<int64_t>() != kFormat)
+    throw ManifestError("manifest: format " + format.value.dump() + " is not supported (this runtime reads format " +
+                        std::to_string(kFormat) + "; regenerate the kernels with a matching mfagen)");
   Library library;
   library.directory_ = std::move(directory);
-  try {
-    const Json m = Json::parse(manifest_json);
-    if (m.at("format").get<int>() != 1)
-      throw ManifestError("manifest: format " + std::to_string(m.at("format").get<int>()) +
-                          " is not supported (this runtime reads format 1)");
-    for (const Json& k : m.at("kernels")) library.kernels_.push_back(parse_kernel(k));
-  } catch (const nlohmann::json::exception& e) {
-    throw ManifestError(std::string("manifest: ") + e.what());
+  const Field kernels = root.at("kernels");
+  std::set<std::string> names;
+  for (size_t i = 0; i < kernels.array().size(); ++i) {
+    const Json& k = kernels.value[i];
+    std::string where = "kernel " + std::to_string(i);
+    if (k.is_object() && k.contains("name") && k["name"].is_string()) where += " (" + k["name"].get<std::string>() + ")";
+    try {
+      library.kernels_.push_back(parse_kernel(Field{k, "kernels[" + std::to_string(i) + "]"}));
+    } catch (const ManifestError& e) {
+      throw ManifestError("manifest: " + where + ": " + e.what());
+    } catch (const DispatchError& e) {
+      throw ManifestError("manifest: " + where + ": this runtime cannot plan it: " + e.what());
+    }
+    if (!names.insert(library.kernels_.back().name).second)
+      throw ManifestError("manifest: " + where + ": a second kernel named " + library.kernels_.back().name);
   }
+  library.build_index();
   return library;
 }
 
 Library Library::load(const std::filesystem::path& manifest) {
   std::ifstream in(manifest, std::ios::binary);
-  if (!in) throw ManifestError("cannot read " + manifest.string());
+  if (!in) throw ManifestError("cannot read " + manifest.string() + ": " + (std::filesystem::exists(manifest) ? "permission denied or not a file" : "no such file"));
   std::stringstream text;
   text << in.rdbuf();
   try {

@@ -1,50 +1,142 @@
-// Per-call cost of the runtime's hot path: select() + plan() for a shape, on
-// a library of 48 kernels. Run: build/tests/runtime/runtime_bench
+// Per-call cost of the runtime's hot path on a library of 1008 kernels:
+// select() + launch_plan() (fixed storage) and, for comparison, select() +
+// plan() (a heap-allocated DispatchPlan). Heap allocations per call are
+// counted by replacing the global operator new. Run:
+//   build/tests/runtime/runtime_bench
 #include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 
 #include "generated_manifest.h"
 #include "mfagen/library.h"
 
 namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+// GCC pairs the replaced new with free() and warns; both sides are ours.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace {
 
 using namespace mfagen;
 
+// kind x dtype x head_dim x causal x gqa x lse x window = 2 x 3 x 7 x 3 x 2 x 2 x 2 = 1008 kernels.
 const Library& library() {
-  static const Library l = Library::load_from_memory(test::manifest_for(
-      R"({"dtype": ["float16", "bfloat16", "float32"], "head_dim": [64, 80, 96, 128], "causal": ["none", "top_left", "bottom_right"],
-          "lse": [true, false]})"));
+  static const Library l = [] {
+    const auto t0 = std::chrono::steady_clock::now();
+    Library lib = Library::load_from_memory(test::manifest_for(
+        R"({"kind": ["forward", "decode"], "dtype": ["float16", "bfloat16", "float32"],
+            "head_dim": [64, 72, 80, 96, 112, 128, 256], "causal": ["none", "top_left", "bottom_right"],
+            "gqa": [true, false], "lse": [true, false], "window": [false, true]})"));
+    std::fprintf(stderr, "library: %zu kernels, generated and loaded in %.1f s\n", lib.kernels().size(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return lib;
+  }();
   return l;
 }
 
-AttentionQuery query() {
-  AttentionQuery q;
-  q.dtype = ElementType::float32;
-  q.head_dim = q.head_dim_v = 128;
-  q.causal = CausalMode::bottom_right;
-  q.shape = {1, 32, 8, 1, 4096};
-  return q;
+struct Call {
+  AttentionQuery query;
+  ForwardCall call;
+};
+
+// 64 different calls (decode and prefill, GQA and MHA, every dtype and
+// causal mode), cycled so branch prediction does not see one call only.
+std::vector<Call> calls() {
+  std::vector<Call> out;
+  const uint32_t dims[] = {64, 80, 128, 256};
+  for (int i = 0; i < 64; ++i) {
+    Call c;
+    AttentionQuery& q = c.query;
+    q.dtype = ElementType(i % 3);
+    q.head_dim = q.head_dim_v = dims[i / 3 % 4];
+    q.causal = CausalMode(i / 12 % 3);
+    q.need_lse = i % 2;
+    q.window = i % 5 == 0;
+    const uint64_t hkv = i % 4 == 0 ? 32 : 8;
+    q.shape = {1 + uint64_t(i % 2), 32, hkv, i % 3 == 0 ? 4096u : 1u + i % 7, 4096};
+    c.call.shape = q.shape;
+    c.call.strides = contiguous_bhsd(q.shape, q.head_dim, q.head_dim_v);
+    if (q.window) c.call.window_left = 1024;
+    out.push_back(c);
+  }
+  return out;
+}
+
+void report_allocations(benchmark::State& state, uint64_t before) {
+  state.counters["allocs/call"] =
+      benchmark::Counter(double(g_allocations.load() - before) / double(state.iterations()));
+  state.counters["kernels"] = double(library().kernels().size());
 }
 
 void BM_Select(benchmark::State& state) {
   const Library& l = library();
-  const AttentionQuery q = query();
-  for (auto _ : state) benchmark::DoNotOptimize(l.find(q));
+  const std::vector<Call> c = calls();
+  size_t i = 0;
+  const uint64_t before = g_allocations.load();
+  for (auto _ : state) benchmark::DoNotOptimize(&l.select(c[i++ & 63].query));
+  report_allocations(state, before);
 }
 BENCHMARK(BM_Select);
 
-void BM_SelectAndPlan(benchmark::State& state) {
+void BM_SelectAndLaunchPlan(benchmark::State& state) {
   const Library& l = library();
-  const AttentionQuery q = query();
-  ForwardCall c;
-  c.shape = q.shape;
-  c.strides = contiguous_bhsd(q.shape, 128, 128);
+  const std::vector<Call> c = calls();
+  LaunchPlan plan;
+  size_t i = 0;
+  const uint64_t before = g_allocations.load();
   for (auto _ : state) {
-    const KernelEntry& k = l.select(q);
-    benchmark::DoNotOptimize(Library::plan(k, c));
+    const Call& call = c[i++ & 63];
+    Library::launch_plan(l.select(call.query), call.call, plan);
+    benchmark::DoNotOptimize(plan);
   }
+  report_allocations(state, before);
 }
-BENCHMARK(BM_SelectAndPlan);
+BENCHMARK(BM_SelectAndLaunchPlan);
+BENCHMARK(BM_SelectAndLaunchPlan)->Threads(8)->UseRealTime();
+
+void BM_SelectAndDispatchPlan(benchmark::State& state) {  // the allocating DispatchPlan, for comparison
+  const Library& l = library();
+  const std::vector<Call> c = calls();
+  size_t i = 0;
+  const uint64_t before = g_allocations.load();
+  for (auto _ : state) {
+    const Call& call = c[i++ & 63];
+    benchmark::DoNotOptimize(Library::plan(l.select(call.query), call.call));
+  }
+  report_allocations(state, before);
+}
+BENCHMARK(BM_SelectAndDispatchPlan);
 
 }  // namespace
 
 BENCHMARK_MAIN();
+namespace {
+void BM_LaunchPlanOnly(benchmark::State& state) {
+  const Library& l = library();
+  const std::vector<Call> c = calls();
+  std::vector<const KernelEntry*> k;
+  for (const Call& x : c) k.push_back(&l.select(x.query));
+  LaunchPlan plan;
+  size_t i = 0;
+  const size_t m = state.range(0);
+  for (auto _ : state) {
+    const size_t j = (i++ & 63) * m;
+    Library::launch_plan(*k[j], c[j].call, plan);
+    benchmark::DoNotOptimize(plan);
+  }
+}
+BENCHMARK(BM_LaunchPlanOnly)->Arg(0)->Arg(1);
+}

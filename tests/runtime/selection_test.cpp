@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "generated_manifest.h"
 #include "mfagen/library.h"
 
@@ -99,6 +101,85 @@ TEST(Selection, UncoveredCallsSayWhatWasAskedAndWhatIsClosest) {
   AttentionQuery window_missing = query(4096);
   window_missing.softcap = true;
   EXPECT_EQ(library.find(window_missing), nullptr);
+}
+
+// The rule of library.h written as a plain scan: every fitting kernel scored,
+// the highest first, ties to manifest order. find() (a hash index) must agree.
+const KernelEntry* reference_find(const Library& library, const AttentionQuery& q) {
+  const KernelEntry* best = nullptr;
+  int best_score = -1;
+  for (const KernelEntry& k : library.kernels()) {
+    const ForwardKernelInfo& i = k.info;
+    const bool kind_ok = q.kind == KernelKind::backward
+                             ? k.kind == KernelKind::backward
+                             : k.kind != KernelKind::backward && (k.kind != KernelKind::decode || q.shape.seq_q <= 16);
+    if (!kind_ok || k.dtype != q.dtype || i.head_dim != q.head_dim || i.head_dim_v != q.head_dim_v ||
+        k.causal != q.causal || i.mask != q.mask || i.window != q.window || i.softcap != q.softcap ||
+        i.alibi != q.alibi || (!i.gqa && q.shape.heads_q != q.shape.heads_kv) || (!i.lse && q.need_lse))
+      continue;
+    const int score = 4 * (k.kind == KernelKind::decode) + 2 * !i.gqa + (!i.lse && !q.need_lse);
+    if (score > best_score) best = &k, best_score = score;
+  }
+  return best;
+}
+
+TEST(Selection, HashIndexAgreesWithTheRuleOnALargeOverlappingSet) {
+  // 2 x 3 x 3 x 2 x 2 x 2 forward/decode kernels, plus duplicates (manifest
+  // order decides) and backward kernels: 170 kernels.
+  const Library library = Library::load_from_memory(test::manifest_for(R"({"kernels": [
+    {"kind": ["forward", "decode"], "dtype": ["float16", "float32"], "head_dim": [64, 96, 128],
+     "causal": ["none", "top_left", "bottom_right"], "gqa": [true, false], "lse": [true, false], "window": [false, true]},
+    {"kind": "backward", "dtype": ["float16", "float32"], "head_dim": [64, 128], "causal": ["none", "bottom_right"]},
+    {"name": "dup_fwd", "dtype": "float16", "head_dim": 64},
+    {"name": "dup_decode_nolse", "kind": "decode", "dtype": "float16", "head_dim": 64, "lse": false}]})"));
+  ASSERT_GT(library.kernels().size(), 150u);
+  std::mt19937_64 rng(3);
+  auto pick = [&](std::initializer_list<uint64_t> v) { return *(v.begin() + rng() % v.size()); };
+  int found = 0, missing = 0;
+  for (int i = 0; i < 20000; ++i) {
+    AttentionQuery q;
+    q.kind = pick({0, 0, 0, 2}) == 2 ? KernelKind::backward : KernelKind::forward;
+    q.dtype = ElementType(pick({0, 1, 2}));
+    q.head_dim = uint32_t(pick({64, 96, 128, 80}));
+    q.head_dim_v = rng() % 10 ? q.head_dim : 64;
+    q.causal = CausalMode(pick({0, 1, 2}));
+    q.window = rng() % 3 == 0;
+    q.mask = rng() % 10 ? MaskInput::none : MaskInput::boolean;
+    q.need_lse = rng() % 2;
+    const uint64_t hkv = pick({1, 8});
+    q.shape = {1, hkv * pick({1, 1, 4}), hkv, pick({1, 15, 16, 17, 4096}), 4096};
+    const KernelEntry* expected = reference_find(library, q);
+    ASSERT_EQ(library.find(q), expected) << "query " << i;
+    (expected ? found : missing)++;
+  }
+  EXPECT_GT(found, 5000);
+  EXPECT_GT(missing, 1000);
+}
+
+TEST(Selection, DuplicatesGoToManifestOrderAndEmptyLibrariesFindNothing) {
+  const Library library = Library::load_from_memory(test::manifest_for(R"({"kernels": [
+    {"name": "first", "dtype": "float16", "head_dim": 64},
+    {"name": "second", "dtype": "float16", "head_dim": 64},
+    {"name": "first_decode", "kind": "decode", "dtype": "float16", "head_dim": 64},
+    {"name": "second_decode", "kind": "decode", "dtype": "float16", "head_dim": 64}]})"));
+  AttentionQuery q;
+  q.head_dim = q.head_dim_v = 64;
+  q.shape = {1, 4, 4, 100, 100};
+  EXPECT_EQ(library.select(q).name, "first");
+  q.shape.seq_q = 2;
+  EXPECT_EQ(library.select(q).name, "first_decode");
+  q.head_dim = 1u << 20;  // beyond any kernel: nothing, not a wrapped key
+  EXPECT_EQ(library.find(q), nullptr);
+
+  const Library empty = Library::load_from_memory(R"({"format": 1, "kernels": []})");
+  EXPECT_EQ(empty.find(q), nullptr);
+  EXPECT_EQ(Library().find(q), nullptr);
+  try {
+    empty.select(q);
+    FAIL();
+  } catch (const SelectionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("; the library has no kernels"));
+  }
 }
 
 TEST(Selection, BadManifestsAreErrors) {

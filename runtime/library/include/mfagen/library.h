@@ -1,9 +1,10 @@
 // The runtime library apps link (DESIGN.md section 8): load the manifest of
 // the kernels an app vendored, pick one per call by shape, plan its dispatch.
-// No generator, clang or JSON on the hot path: Library::load parses the
-// manifest once into an immutable table; select() and plan() allocate
-// nothing but the returned plan and take no locks, so any number of threads
-// may call them concurrently.
+// No generator, clang or JSON on the hot path: Library::load parses and
+// validates the manifest once into an immutable selection table (a hash index
+// on the exact-match facts); find()/select() and launch_plan() allocate
+// nothing and take no locks, so any number of threads may call them
+// concurrently. plan() returns the same plan as a heap-allocated DispatchPlan.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "mfagen/forward_dispatch.h"
+#include "mfagen/launch_plan.h"
 
 namespace mfagen {
 
@@ -22,11 +24,22 @@ enum class ElementType : uint8_t { float16, bfloat16, float32 };
 enum class KernelKind : uint8_t { forward, decode, backward };
 enum class CausalMode : uint8_t { none, top_left, bottom_right };
 
+// A Metal function constant a kernel declares (manifest "function_constants").
+// Generated kernels declare none today (every spec field is compiled in); the
+// Metal backend keys its pipeline cache by entry + constant values.
+struct FunctionConstant {
+  uint32_t index = 0;
+  std::string name;
+  std::string type;
+};
+
 // One kernel of the manifest: what selection compares and what dispatch needs.
 struct KernelEntry {
   std::string name;
   std::string file;  // relative to the manifest's directory
   std::string hash;
+  std::vector<std::string> entries;  // every kernel function of the file, in launch order
+  std::vector<FunctionConstant> function_constants;
   KernelKind kind = KernelKind::forward;
   ElementType dtype = ElementType::float16;
   CausalMode causal = CausalMode::none;
@@ -68,7 +81,9 @@ class Library {
   const std::filesystem::path& directory() const { return directory_; }
 
   // The most specific kernel for the query (rule below), or nullptr. No
-  // allocation. Rule: every compile-time fact must match (dtype, head dims,
+  // allocation, no locks: a hash lookup on the exact-match facts, then the
+  // first fitting kernel of a list sorted by the preference below (so the
+  // cost does not grow with the number of kernels). Rule: every compile-time fact must match (dtype, head dims,
   // causal mode, mask kind, window, softcap, alibi; gqa unless heads_q ==
   // heads_kv; lse when needed; decode kernels only for seq_q <= 16; backward
   // only for backward queries). Among the matches: a decode kernel for
@@ -82,10 +97,27 @@ class Library {
   static DispatchPlan plan(const KernelEntry& kernel, const ForwardCall& call) {
     return plan_forward(kernel.info, call);
   }
+  // The same plan in fixed storage, for the hot path: no allocation, no
+  // locks. A call the kernel cannot run throws the DispatchError plan()
+  // throws (that path allocates). `kernel` must belong to a loaded Library.
+  static LaunchPlan launch_plan(const KernelEntry& kernel, const ForwardCall& call);
+  // launch_plan() into caller storage; returns the same reference.
+  static LaunchPlan& launch_plan(const KernelEntry& kernel, const ForwardCall& call, LaunchPlan& out);
 
  private:
+  // Open-addressing hash table from the packed exact-match key of a kernel
+  // to its candidates (indices into kernels_, most preferred first).
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t begin = 0, count = 0;  // count == 0: empty slot
+  };
+  void build_index();
+
   std::vector<KernelEntry> kernels_;
   std::filesystem::path directory_;
+  std::vector<Slot> slots_;             // power-of-two size, at most half full
+  std::vector<uint32_t> candidates_;
+  uint32_t slot_shift_ = 64;
 };
 
 std::string_view to_string(ElementType);

@@ -1,0 +1,242 @@
+// Library::launch_plan: plan_forward() (runtime/dispatch) without the heap,
+// for the per-call hot path. It computes the same launches, buffer sizes and
+// params bytes into fixed storage; tests/runtime/launch_plan_test.cpp asserts
+// equality with plan_forward() for every kernel kind and feature over many
+// shapes, so the two cannot drift apart silently. Calls the kernel cannot run
+// are handed to plan_forward(), which throws the DispatchError that names the
+// problem (allocation on the error path only).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "mfagen/library.h"
+
+namespace mfagen {
+namespace {
+
+constexpr uint64_t kMaxSeq = std::numeric_limits<int32_t>::max();  // as plan_forward: kernels index rows with int
+
+// Overflow-checked arithmetic: `ok` turns false instead of wrapping.
+struct Checked {
+  bool ok = true;
+  uint64_t mul(uint64_t a, uint64_t b) {
+    uint64_t r = 0;
+    ok &= !__builtin_mul_overflow(a, b, &r);
+    return r;
+  }
+  // Bytes from the first element to one past the last element a view
+  // touches. Validated calls have extents below 2^32, so every product is
+  // below 2^96 and the sum fits 128 bits: one check at the end.
+  uint64_t span(const std::array<uint64_t, 4>& extents, const std::array<uint64_t, 4>& strides, uint64_t elem) {
+    unsigned __int128 last = 0;
+    for (int d = 0; d < 4; ++d) last += (unsigned __int128)(extents[d] - 1) * strides[d];
+    const unsigned __int128 bytes = (last + 1) * elem;
+    ok &= bytes >> 64 == 0;
+    return uint64_t(bytes);
+  }
+  uint64_t span(const Strides3& s, uint64_t batch, uint64_t heads, uint64_t rows, uint64_t cols, uint64_t elem) {
+    return span({batch, heads, rows, cols}, {s.batch, s.head, s.row, 1}, elem);
+  }
+};
+
+// check_call() of forward_dispatch.cpp, as one boolean.
+bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
+  const AttentionShape& s = call.shape;
+  bool ok = s.batch >= 1 && s.heads_q >= 1 && s.heads_kv >= 1 && s.seq_q >= 1 && s.seq_k >= 1;
+  ok = ok && s.seq_q <= kMaxSeq && s.seq_k <= kMaxSeq;
+  ok = ok && s.batch <= UINT32_MAX && s.heads_q <= UINT32_MAX && s.heads_kv <= UINT32_MAX;
+  ok = ok && uint32_t(s.heads_q) % uint32_t(s.heads_kv) == 0 && (kernel.gqa || s.heads_q == s.heads_kv);
+  ok = ok && (call.scale <= 0 || std::isfinite(call.scale));
+  ok = ok && (kernel.softcap ? call.softcap > 0 && std::isfinite(call.softcap) : call.softcap == 0);
+  ok = ok && (kernel.window ? call.window_left >= -1 && call.window_right >= -1 &&
+                                  call.window_left <= int64_t(kMaxSeq) && call.window_right <= int64_t(kMaxSeq)
+                            : call.window_left == -1 && call.window_right == -1);
+  ok = ok && (kernel.mask != MaskInput::none || call.mask_strides == std::array<uint64_t, 4>{});
+  ok = ok && (kernel.alibi || !call.alibi_per_batch);
+  ok = ok && (!kernel.backward || kernel.lse);
+  ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
+  return ok;
+}
+
+// ParamsWriter (runtime/dispatch/params_writer.h) over fixed storage.
+struct FixedParams {
+  std::byte* bytes;
+  uint32_t size = 0;
+  template <class T>
+  FixedParams& put(T value) {
+    size = (size + uint32_t(sizeof(T)) - 1) / uint32_t(sizeof(T)) * uint32_t(sizeof(T));
+    std::memcpy(bytes + size, &value, sizeof(T));
+    size += uint32_t(sizeof(T));
+    return *this;
+  }
+  void finish(uint32_t alignment) {
+    const uint32_t padded = (size + alignment - 1) / alignment * alignment;
+    std::memset(bytes + size, 0, padded - size);
+    size = padded;
+  }
+};
+
+// ceil(a / b) with a 32-bit division whenever a fits 32 bits (a 64-bit
+// division costs several times more on x86, and these are the plan's main cost).
+inline uint64_t ceil_div(uint64_t a, uint64_t b) {
+  if ((a | b) <= UINT32_MAX) return uint32_t(a) / uint32_t(b) + (uint32_t(a) % uint32_t(b) != 0);
+  return a / b + (a % b != 0);
+}
+
+// Decode splits: choose_splits() of forward_dispatch.cpp.
+uint32_t choose_splits(uint64_t seq_k, uint64_t other_threadgroups) {
+  constexpr uint64_t kTargetThreadgroups = 128, kMinKeysPerSplit = 256;
+  const uint64_t wanted = other_threadgroups >= kTargetThreadgroups ? 1 : ceil_div(kTargetThreadgroups, other_threadgroups);
+  const uint64_t most = ceil_div(seq_k, kMinKeysPerSplit);
+  return uint32_t(std::max<uint64_t>(1, std::min(wanted, most)));
+}
+
+[[noreturn]] void reject(const KernelEntry& kernel, const ForwardCall& call) {
+  plan_forward(kernel.info, call);  // throws the DispatchError naming the problem
+  throw DispatchError("kernel " + kernel.name + ": the call cannot be planned (launch_plan and plan_forward disagree)");
+}
+
+}  // namespace
+
+const LaunchPlan::Buffer* LaunchPlan::buffer(uint32_t index) const {
+  for (const Buffer& b : buffers())
+    if (b.index == index) return &b;
+  return nullptr;
+}
+
+const LaunchPlan::Buffer* LaunchPlan::buffer(std::string_view name) const {
+  for (const Buffer& b : buffers())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+DispatchPlan LaunchPlan::to_dispatch_plan() const {
+  DispatchPlan plan;
+  for (const Launch& l : launches()) {
+    KernelLaunch k;
+    k.entry = std::string(l.entry);
+    k.threadgroups = l.threadgroups;
+    k.threads_per_threadgroup = l.threads_per_threadgroup;
+    k.threadgroup_bytes = l.threadgroup_bytes;
+    for (uint32_t i = 0; i < 32; ++i)
+      if (l.binds(i)) k.buffers.push_back(i);
+    plan.launches.push_back(std::move(k));
+  }
+  for (const Buffer& b : buffers()) plan.buffers.push_back({b.index, std::string(b.name), b.bytes, b.written, b.scratch});
+  plan.params.assign(params().begin(), params().end());
+  return plan;
+}
+
+LaunchPlan Library::launch_plan(const KernelEntry& kernel, const ForwardCall& call) {
+  LaunchPlan plan;
+  launch_plan(kernel, call, plan);
+  return plan;
+}
+
+LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& call, LaunchPlan& plan) {
+  const ForwardKernelInfo& info = kernel.info;
+  if (!call_is_valid(info, call)) reject(kernel, call);
+  const AttentionShape& s = call.shape;
+  const ForwardStrides& st = call.strides;
+  const uint64_t e = info.element_bytes;
+  Checked c;
+  plan.launch_count = plan.buffer_count = 0;
+  uint32_t present = 0;  // bit per buffer index in the plan
+  auto add = [&](uint32_t index, std::string_view name, uint64_t bytes, bool written, bool scratch = false) {
+    plan.buffer_storage[plan.buffer_count++] = {index, name, bytes, written, scratch};
+    present |= 1u << index;
+    return bytes;
+  };
+
+  const uint64_t q_bytes = add(kForwardQ, "q", c.span(st.q, s.batch, s.heads_q, s.seq_q, info.head_dim, e), false);
+  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, s.batch, s.heads_kv, s.seq_k, info.head_dim, e), false);
+  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, s.batch, s.heads_kv, s.seq_k, info.head_dim_v, e), false);
+  const uint64_t out_bytes =
+      add(kForwardOut, "out", c.span(st.out, s.batch, s.heads_q, s.seq_q, info.head_dim_v, e), !info.backward);
+  if (info.lse)
+    add(kForwardLse, "lse", c.span({st.lse_batch, st.lse_head, 1}, s.batch, s.heads_q, 1, s.seq_q, 4), !info.backward);
+  if (info.mask != MaskInput::none)
+    add(kForwardMask, "mask",
+        c.span({s.batch, s.heads_q, s.seq_q, s.seq_k}, call.mask_strides, info.mask == MaskInput::boolean ? 1 : e),
+        false);
+  if (info.alibi) add(kForwardAlibi, "alibi_slopes", c.mul(call.alibi_per_batch ? s.batch * s.heads_q : s.heads_q, 4), false);
+
+  uint32_t splits = 0, split_keys = 0, row_blocks = 0;
+  if (info.decode) {
+    const uint64_t rows = uint64_t(uint32_t(s.heads_q) / uint32_t(s.heads_kv)) * s.seq_q;
+    row_blocks = uint32_t(ceil_div(rows, info.block_q));
+    splits = call.splits ? call.splits : choose_splits(s.seq_k, s.batch * s.heads_kv * row_blocks);
+    if (splits > s.seq_k) reject(kernel, call);
+    split_keys = uint32_t(ceil_div(s.seq_k, splits));
+    split_keys = uint32_t(ceil_div(split_keys, info.block_k)) * info.block_k;
+    splits = uint32_t(ceil_div(s.seq_k, split_keys));
+    const uint64_t slots = c.mul(c.mul(s.batch * s.heads_q, s.seq_q), splits);
+    add(kForwardOutPartial, "out_partial", c.mul(slots, uint64_t(info.head_dim_v) * 4), true, true);
+    add(kForwardLsePartial, "lse_partial", c.mul(slots, 4), true, true);
+  }
+  if (info.backward) {
+    add(kBackwardDOut, "d_out", out_bytes, false);
+    add(kBackwardDq, "dq", q_bytes, true);
+    add(kBackwardDk, "dk", k_bytes, true);
+    add(kBackwardDv, "dv", v_bytes, true);
+    add(kBackwardDRows, "d_rows", c.mul(c.mul(s.batch * s.heads_q, s.seq_q), 4), true, true);
+  }
+  if (!c.ok) reject(kernel, call);  // a size that does not fit 64 bits
+
+  const double scale = call.scale > 0 ? call.scale : 1.0 / std::sqrt(double(info.head_dim));
+  FixedParams w{plan.params_storage.data()};
+  for (const Strides3* t : {&st.q, &st.k, &st.v, &st.out}) w.put(t->batch).put(t->head).put(t->row);
+  w.put(st.lse_batch).put(st.lse_head);
+  if (info.mask != MaskInput::none)
+    for (uint64_t m : call.mask_strides) w.put(m);
+  w.put(uint32_t(s.batch)).put(uint32_t(s.heads_q)).put(uint32_t(s.heads_kv));
+  w.put(uint32_t(s.seq_q)).put(uint32_t(s.seq_k));
+  w.put(float(scale * 1.4426950408889634));  // scale * log2(e)
+  if (info.softcap) w.put(float(scale)).put(float(call.softcap));
+  if (info.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
+  if (info.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
+  if (info.decode) w.put(splits).put(split_keys).put(row_blocks);
+  w.finish(8);
+  plan.params_size = w.size;
+  add(kForwardParams, "params", w.size, false);
+
+  // Launches: the manifest's entries in launch order (checked at load).
+  auto launch = [&](size_t entry, uint64_t x, uint64_t y, uint64_t z, uint32_t threads, uint32_t tg_bytes,
+                    uint32_t wanted) {
+    LaunchPlan::Launch& l = plan.launch_storage[plan.launch_count++];
+    l.entry = kernel.entries[entry];
+    l.threadgroups = {uint32_t(x), uint32_t(y), uint32_t(z)};
+    l.threads_per_threadgroup = {threads, 1, 1};
+    l.threadgroup_bytes = tg_bytes;
+    l.buffer_mask = wanted & present;
+  };
+  auto bits = [](std::initializer_list<uint32_t> indices) {
+    uint32_t m = 0;
+    for (uint32_t i : indices) m |= 1u << i;
+    return m;
+  };
+  const uint64_t q_blocks = ceil_div(s.seq_q, info.block_q);
+  if (info.backward) {
+    const uint64_t k_blocks = ceil_div(s.seq_k, info.block_k);
+    launch(0, s.seq_q, s.heads_q, s.batch, 32, 0, bits({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows}));
+    launch(1, k_blocks, s.heads_kv, s.batch, info.threads, info.threadgroup_bytes,
+           bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
+                 kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows}));
+    launch(2, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
+           bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
+                 kBackwardDOut, kBackwardDq, kBackwardDRows}));
+  } else if (info.decode) {
+    launch(0, splits, uint64_t(s.heads_kv) * row_blocks, s.batch, info.threads, info.threadgroup_bytes,
+           bits({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
+                 kForwardLsePartial}));
+    launch(1, s.seq_q, s.heads_q, s.batch, 32, 0,
+           bits({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial}));
+  } else {
+    launch(0, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
+           bits({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
+                 kForwardAlibi}));
+  }
+  return plan;
+}
+
+}  // namespace mfagen

@@ -1,0 +1,147 @@
+// Library::launch_plan (fixed storage, no heap) against plan_forward (the
+// dispatch module's plan): the same launches, buffers and params bytes for
+// every kernel kind and feature over many shapes and strides, and the same
+// DispatchError for calls a kernel cannot run.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "generated_manifest.h"
+#include "mfagen/library.h"
+
+namespace mfagen {
+namespace {
+
+const Library& library() {
+  static const Library l = Library::load_from_memory(test::manifest_for(R"({"kernels": [
+    {"dtype": ["float16", "float32"], "head_dim": [64, 80], "causal": ["none", "bottom_right"], "gqa": [true, false]},
+    {"dtype": "bfloat16", "head_dim": 96, "head_dim_v": 64, "lse": false},
+    {"dtype": "float16", "head_dim": 64, "mask": ["bool", "additive"], "window": true, "softcap": true, "alibi": true},
+    {"kind": "decode", "dtype": ["float16", "float32"], "head_dim": [64, 128], "lse": [true, false]},
+    {"kind": "decode", "dtype": "float16", "head_dim": 64, "mask": "additive", "window": true, "alibi": true},
+    {"kind": "backward", "dtype": ["float16", "float32"], "head_dim": 64, "softcap": [false, true]},
+    {"kind": "backward", "dtype": "float16", "head_dim": 64, "mask": "bool", "alibi": true, "window": true}]})"));
+  return l;
+}
+
+bool same(const LaunchPlan& fast, const DispatchPlan& slow, std::string& why) {
+  const DispatchPlan converted = fast.to_dispatch_plan();
+  if (converted.params != slow.params) return why = "params bytes differ", false;
+  if (converted.buffers.size() != slow.buffers.size()) return why = "buffer count differs", false;
+  for (size_t i = 0; i < slow.buffers.size(); ++i) {
+    const BufferRequirement &a = converted.buffers[i], &b = slow.buffers[i];
+    if (a.index != b.index || a.name != b.name || a.bytes != b.bytes || a.written != b.written || a.scratch != b.scratch)
+      return why = "buffer " + b.name + " differs", false;
+  }
+  if (converted.launches.size() != slow.launches.size()) return why = "launch count differs", false;
+  for (size_t i = 0; i < slow.launches.size(); ++i) {
+    const KernelLaunch &a = converted.launches[i], &b = slow.launches[i];
+    if (a.entry != b.entry || a.threadgroups != b.threadgroups || a.threads_per_threadgroup != b.threads_per_threadgroup ||
+        a.threadgroup_bytes != b.threadgroup_bytes || a.buffers != b.buffers)
+      return why = "launch " + b.entry + " differs", false;
+  }
+  return true;
+}
+
+// A random call for `kernel`: random shape (often at tile edges), BHSD or
+// BSHD or padded strides, and random values for the kernel's features.
+ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
+  auto pick = [&](std::initializer_list<uint64_t> values) { return *(values.begin() + rng() % values.size()); };
+  ForwardCall c;
+  const uint64_t hkv = pick({1, 2, 3, 8});
+  const uint64_t group = kernel.info.gqa ? pick({1, 2, 4, 7}) : 1;
+  c.shape = {pick({1, 2, 5}), hkv * group, hkv, kernel.kind == KernelKind::decode ? 1 + rng() % 16 : pick({1, 7, 31, 32, 33, 100, 257}),
+             pick({1, 15, 32, 33, 255, 256, 1000, 5000})};
+  const uint32_t d = kernel.info.head_dim, dv = kernel.info.head_dim_v;
+  c.strides = contiguous_bhsd(c.shape, d, dv);
+  const AttentionShape& s = c.shape;
+  switch (rng() % 3) {
+    case 1:  // BSHD
+      c.strides.q = {s.seq_q * s.heads_q * d, d, s.heads_q * d};
+      c.strides.k = {s.seq_k * s.heads_kv * d, d, s.heads_kv * d};
+      c.strides.v = {s.seq_k * s.heads_kv * dv, dv, s.heads_kv * dv};
+      c.strides.out = {s.seq_q * s.heads_q * dv, dv, s.heads_q * dv};
+      break;
+    case 2:  // padded rows
+      c.strides.q.row += 8, c.strides.q.head = c.strides.q.row * s.seq_q, c.strides.q.batch = c.strides.q.head * s.heads_q;
+      break;
+    default: break;
+  }
+  c.scale = rng() % 2 ? 0.0 : 0.25;
+  if (kernel.info.softcap) c.softcap = 30;
+  if (kernel.info.window) c.window_left = int64_t(rng() % 100) - 1, c.window_right = int64_t(rng() % 10) - 1;
+  if (kernel.info.mask != MaskInput::none)
+    c.mask_strides = broadcast_strides({rng() % 2 ? s.batch : 1, rng() % 2 ? s.heads_q : 1, s.seq_q, s.seq_k});
+  if (kernel.info.alibi) c.alibi_per_batch = rng() % 2;
+  if (kernel.kind == KernelKind::decode && rng() % 3 == 0) c.splits = uint32_t(1 + rng() % std::min<uint64_t>(s.seq_k, 40));
+  return c;
+}
+
+TEST(LaunchPlan, EqualsPlanForwardForEveryKernelAndManyShapes) {
+  std::mt19937_64 rng(7);
+  size_t checked = 0;
+  for (const KernelEntry& kernel : library().kernels())
+    for (int i = 0; i < 200; ++i) {
+      const ForwardCall call = random_call(kernel, rng);
+      std::string why;
+      ASSERT_TRUE(same(Library::launch_plan(kernel, call), Library::plan(kernel, call), why))
+          << kernel.name << ": " << why << " for shape " << call.shape.batch << "x" << call.shape.heads_q << "/"
+          << call.shape.heads_kv << " " << call.shape.seq_q << "x" << call.shape.seq_k;
+      ++checked;
+    }
+  EXPECT_GT(checked, 5000u);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DispatchError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(LaunchPlan, RejectsWhatPlanForwardRejectsWithTheSameMessage) {
+  const std::vector<KernelEntry>& kernels = library().kernels();
+  std::mt19937_64 rng(11);
+  std::vector<std::function<void(const KernelEntry&, ForwardCall&)>> breakers = {
+      [](const KernelEntry&, ForwardCall& c) { c.shape.seq_q = 0; },
+      [](const KernelEntry&, ForwardCall& c) { c.shape.heads_q = 3, c.shape.heads_kv = 2; },
+      [](const KernelEntry&, ForwardCall& c) { c.shape.seq_k = uint64_t(1) << 31; },
+      [](const KernelEntry&, ForwardCall& c) { c.shape.batch = uint64_t(1) << 32; },
+      [](const KernelEntry&, ForwardCall& c) { c.strides.k.head = uint64_t(1) << 62, c.shape.heads_kv = c.shape.heads_q = 4; },
+      [](const KernelEntry&, ForwardCall& c) { c.softcap = -1; },
+      [](const KernelEntry&, ForwardCall& c) { c.window_left = -2; },
+      [](const KernelEntry&, ForwardCall& c) { c.mask_strides[0] = uint64_t(1) << 63; c.shape.batch = 3; },
+      [](const KernelEntry&, ForwardCall& c) { c.alibi_per_batch = true; c.softcap = 0; c.window_left = -1; },
+      [](const KernelEntry& k, ForwardCall& c) { c.splits = k.kind == KernelKind::decode ? uint32_t(c.shape.seq_k + 1) : 1; },
+      [](const KernelEntry&, ForwardCall& c) { c.shape.seq_q = 17; },
+      [](const KernelEntry&, ForwardCall& c) { c.scale = std::numeric_limits<double>::infinity(); },
+  };
+  size_t rejected = 0;
+  for (const KernelEntry& kernel : kernels)
+    for (auto& breaker : breakers) {
+      ForwardCall call = random_call(kernel, rng);
+      breaker(kernel, call);
+      const std::string slow = error_of([&] { Library::plan(kernel, call); });
+      const std::string fast = error_of([&] { Library::launch_plan(kernel, call); });
+      EXPECT_EQ(fast, slow) << kernel.name;
+      rejected += slow != "no error";
+    }
+  EXPECT_GT(rejected, kernels.size() * 5);
+}
+
+TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
+  for (const KernelEntry& kernel : library().kernels()) {
+    ForwardCall call;
+    call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
+    if (kernel.info.softcap) call.softcap = 1;
+    const LaunchPlan p = Library::launch_plan(kernel, call);
+    EXPECT_EQ(p.params_size, kernel.params_bytes) << kernel.name;
+    EXPECT_EQ(p.launch_count, kernel.entries.size()) << kernel.name;
+    EXPECT_EQ(p.launches().front().entry.data(), kernel.entries.front().data());  // a view into the library
+  }
+}
+
+}  // namespace
+}  // namespace mfagen
