@@ -76,9 +76,11 @@ struct FixedParams {
   }
 };
 
-// ceil(a / b) with a 32-bit division whenever a fits 32 bits (a 64-bit
-// division costs several times more on x86, and these are the plan's main cost).
+// ceil(a / b) (b >= 1): a shift for powers of two (tile sizes), else a
+// 32-bit division whenever the operands fit (the decode plan's chain of
+// divisions is its main cost; 64-bit division is slower still).
 inline uint64_t ceil_div(uint64_t a, uint64_t b) {
+  if ((b & (b - 1)) == 0) return (a >> __builtin_ctzll(b)) + ((a & (b - 1)) != 0);
   if ((a | b) <= UINT32_MAX) return uint32_t(a) / uint32_t(b) + (uint32_t(a) % uint32_t(b) != 0);
   return a / b + (a % b != 0);
 }
@@ -143,7 +145,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   plan.launch_count = plan.buffer_count = 0;
   uint32_t present = 0;  // bit per buffer index in the plan
   auto add = [&](uint32_t index, std::string_view name, uint64_t bytes, bool written, bool scratch = false) {
-    plan.buffer_storage[plan.buffer_count++] = {index, name, bytes, written, scratch};
+    plan.buffer_storage[plan.buffer_count++] = {name, bytes, index, written, scratch};
     present |= 1u << index;
     return bytes;
   };

@@ -10,19 +10,6 @@
 namespace mfagen {
 namespace {
 
-bool fits(const KernelEntry& k, const AttentionQuery& q) {
-  const ForwardKernelInfo& i = k.info;
-  if (q.kind == KernelKind::backward) {
-    if (k.kind != KernelKind::backward) return false;
-  } else if (k.kind == KernelKind::backward ||
-             (k.kind == KernelKind::decode && q.shape.seq_q > kMaxDecodeQueries)) {
-    return false;
-  }
-  return k.dtype == q.dtype && i.head_dim == q.head_dim && i.head_dim_v == q.head_dim_v && k.causal == q.causal &&
-         i.mask == q.mask && i.window == q.window && i.softcap == q.softcap && i.alibi == q.alibi &&
-         (i.gqa || q.shape.heads_q == q.shape.heads_kv) && (i.lse || !q.need_lse);
-}
-
 // How specific a kernel is; higher wins among the kernels that fit a call.
 // A kernel only fits a call its restrictions allow (decode: seq_q <= 16; no
 // gqa: heads_q == heads_kv; no lse: lse not needed), so for the kernels that
@@ -104,7 +91,11 @@ void Library::build_index() {
     if (keys[a] != keys[b]) return keys[a] < keys[b];
     return preference(kernels_[a]) > preference(kernels_[b]);
   });
-  candidates_ = order;
+  candidates_.clear();
+  for (uint32_t i : order) {
+    const KernelEntry& k = kernels_[i];
+    candidates_.push_back({i, k.kind == KernelKind::decode, !k.info.gqa, !k.info.lse});
+  }
   size_t groups = 0;
   for (size_t i = 0; i < order.size(); ++i) groups += i == 0 || keys[order[i]] != keys[order[i - 1]];
   uint32_t bits = 1;
@@ -130,8 +121,13 @@ const KernelEntry* Library::find(const AttentionQuery& query) const noexcept {
     const Slot& slot = slots_[s];
     if (slot.count == 0) return nullptr;
     if (slot.key != key) continue;
-    for (uint32_t i = slot.begin; i < slot.begin + slot.count; ++i)
-      if (fits(kernels_[candidates_[i]], query)) return &kernels_[candidates_[i]];
+    // The key holds every exact-match fact; what is left are the
+    // restrictions of the more specific kernels, checked most specific first.
+    const bool few_queries = query.shape.seq_q <= kMaxDecodeQueries;
+    const bool same_heads = query.shape.heads_q == query.shape.heads_kv;
+    for (const Candidate* c = &candidates_[slot.begin], *end = c + slot.count; c != end; ++c)
+      if ((!c->decode || few_queries) && (!c->no_gqa || same_heads) && (!c->no_lse || !query.need_lse))
+        return &kernels_[c->kernel];
     return nullptr;
   }
 }

@@ -140,3 +140,20 @@ void BM_LaunchPlanOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_LaunchPlanOnly)->Arg(0)->Arg(1);
 }
+namespace {
+// One call repeated, as in a decode loop (the same shape every token) or a
+// prefill: the steady state of an app.
+void BM_SelectAndLaunchPlanSameCall(benchmark::State& state) {
+  const Library& l = library();
+  const Call c = calls()[state.range(0)];
+  LaunchPlan plan;
+  const uint64_t before = g_allocations.load();
+  for (auto _ : state) {
+    Library::launch_plan(l.select(c.query), c.call, plan);
+    benchmark::DoNotOptimize(plan);
+  }
+  report_allocations(state, before);
+  state.SetLabel(std::string(l.select(c.query).name));
+}
+BENCHMARK(BM_SelectAndLaunchPlanSameCall)->Arg(1)->Arg(3);
+}

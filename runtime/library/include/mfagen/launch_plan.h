@@ -34,9 +34,9 @@ struct LaunchPlan {
     bool binds(uint32_t index) const { return index < 32 && (buffer_mask >> index & 1u); }
   };
   struct Buffer {
-    uint32_t index = 0;
     std::string_view name;  // as in BufferRequirement
     uint64_t bytes = 0;
+    uint32_t index = 0;
     bool written = false;
     bool scratch = false;
   };

@@ -111,12 +111,17 @@ class Library {
     uint64_t key = 0;
     uint32_t begin = 0, count = 0;  // count == 0: empty slot
   };
+  // A kernel of a slot with the restrictions left to check per call.
+  struct Candidate {
+    uint32_t kernel = 0;                                 // index into kernels_
+    bool decode = false, no_gqa = false, no_lse = false;  // seq_q <= 16; heads_q == heads_kv; lse not needed
+  };
   void build_index();
 
   std::vector<KernelEntry> kernels_;
   std::filesystem::path directory_;
   std::vector<Slot> slots_;             // power-of-two size, at most half full
-  std::vector<uint32_t> candidates_;
+  std::vector<Candidate> candidates_;
   uint32_t slot_shift_ = 64;
 };
 
