@@ -60,7 +60,7 @@ AttentionGradients backward(const AttentionProblem& p, const std::vector<double>
           }
           if (!p.alibi_slopes.empty()) {
             const int64_t distance = int64_t(i) + offset - int64_t(j);
-            s = r(s - r(slope * double(distance < 0 ? -distance : distance)));
+            s = r(s - r(slope * r(double(distance < 0 ? -distance : distance))));  // as the forward
           }
           if (!p.additive_mask.empty()) s = r(s + p.additive_mask[mi(b, h, i, j)]);
           const double prob = r(std::exp(r(s - lse)));

@@ -16,6 +16,12 @@
 
 namespace mfagen::reference {
 
+// `kernel` and `reference`/`naive` are one gradient tensor of `shape`
+// (B, H, S, D), e.g. dq (B, Hq, Sq, D). Fails on any NaN/Inf in the kernel
+// (its error counts as infinite), or a size mismatch. verdict.bound is
+// 3 * naive_error + 1e-5; verdict.detail names the gradient (`name`), the
+// worst element as (b,h,i,d) with kernel and reference values, and each rule
+// that failed with its first offending element.
 ToleranceVerdict check_gradient(std::span<const float> kernel, const std::vector<double>& reference,
                                 const std::vector<double>& naive, ElementType type, std::string_view name,
                                 std::array<uint64_t, 4> shape);
