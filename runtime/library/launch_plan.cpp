@@ -143,6 +143,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   const uint64_t e = info.element_bytes;
   Checked c;
   plan.launch_count = plan.buffer_count = 0;
+  plan.constants = kernel.function_constants;
   uint32_t present = 0;  // bit per buffer index in the plan
   auto add = [&](uint32_t index, std::string_view name, uint64_t bytes, bool written, bool scratch = false) {
     plan.buffer_storage[plan.buffer_count++] = {name, bytes, index, written, scratch};

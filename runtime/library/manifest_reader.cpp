@@ -8,6 +8,7 @@
 // bind, so a manifest from a generator whose kernel ABI differs from this
 // runtime's is refused at load instead of corrupting memory at dispatch.
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -105,6 +106,46 @@ std::string describe_buffers(const std::vector<std::tuple<uint32_t, std::string,
   return "[" + text + "]";
 }
 
+template <class T>
+void store(FunctionConstant& c, T value) {
+  static_assert(sizeof(T) <= 4);
+  std::memcpy(c.value.data(), &value, sizeof(T));
+  c.value_bytes = sizeof(T);
+}
+
+// A function constant slot and its optional value, stored in the MSL type.
+FunctionConstant parse_function_constant(const Field& f) {
+  FunctionConstant c;
+  c.index = uint32_t(f.at("index").integer(0, 65535));
+  c.name = f.at("name").string();
+  c.type = f.at("type").string();
+  static const std::set<std::string> kTypes = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "half", "float"};
+  if (!kTypes.count(c.type))
+    f.at("type").fail("a scalar MSL type (bool, char, uchar, short, ushort, int, uint, half, float)");
+  if (!f.has("value")) return c;
+  const Field v = f.at("value");
+  c.has_value = true;
+  if (c.type == "bool") {
+    store(c, uint8_t(v.boolean()));
+  } else if (c.type == "half" || c.type == "float") {
+    if (!v.value.is_number()) v.fail("a number");
+    if (c.type == "float") store(c, v.value.get<float>());
+    else store(c, static_cast<_Float16>(v.value.get<float>()));
+  } else {
+    const bool is_signed = c.type[0] != 'u';
+    const int bits = c.type.ends_with("char") ? 8 : c.type.ends_with("short") ? 16 : 32;
+    const int64_t lo = is_signed ? -(int64_t(1) << (bits - 1)) : 0;
+    const int64_t hi = is_signed ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+    if (!v.value.is_number_integer() || v.value.get<int64_t>() < lo || v.value.get<int64_t>() > hi)
+      v.fail("an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " (" + c.type + ")");
+    const int64_t x = v.value.get<int64_t>();
+    if (bits == 8) store(c, uint8_t(x));
+    else if (bits == 16) store(c, uint16_t(x));
+    else store(c, uint32_t(x));
+  }
+  return c;
+}
+
 KernelEntry parse_kernel(const Field& k) {
   KernelEntry e;
   e.name = k.at("name").string();
@@ -157,11 +198,9 @@ KernelEntry parse_kernel(const Field& k) {
 
   static const Json kNone = Json::array();
   const Field constants = k.has("function_constants") ? k.at("function_constants") : Field{kNone, ""};
-  for (size_t i = 0; i < constants.array().size(); ++i) {
-    const Field c{constants.value[i], constants.path + "[" + std::to_string(i) + "]"};
-    e.function_constants.push_back({uint32_t(c.at("index").integer(0, 65535)), c.at("name").string(),
-                                    c.at("type").string()});
-  }
+  for (size_t i = 0; i < constants.array().size(); ++i)
+    e.function_constants.push_back(
+        parse_function_constant(Field{constants.value[i], constants.path + "[" + std::to_string(i) + "]"}));
 
   const Field params = k.at("params");
   e.params_bytes = uint32_t(params.at("bytes").integer(1, LaunchPlan::kMaxParamsBytes));

@@ -1,5 +1,6 @@
 // As an app does it: generated kernels on disk, Library::load, select, plan,
-// run on the cpu backend; out and lse against the float64 reference.
+// run on the cpu backend; out and lse against the float64 reference, and the
+// LaunchPlan path bit-identical to the DispatchPlan path.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -76,6 +77,16 @@ TEST(EndToEnd, LoadSelectPlanRunOnTheCpuBackend) {
         reference::ElementType::float16, p);
     EXPECT_TRUE(verdict.ok) << verdict.detail;
     EXPECT_TRUE(reference::check_lse(lse, expected, p).ok);
+
+    // The allocation-free LaunchPlan runs the same launches: bit-identical results.
+    const LaunchPlan fast = Library::launch_plan(kernel, call);
+    std::vector<std::byte> out2(out.size());
+    std::vector<float> lse2(lse.size());
+    backend.run(library, kernel, fast,
+                {{kForwardQ, qb}, {kForwardK, kb}, {kForwardV, vb}, {kForwardOut, out2},
+                 {kForwardLse, std::as_writable_bytes(std::span(lse2))}});
+    EXPECT_EQ(out2, out);
+    EXPECT_EQ(lse2, lse);
   }
   fs::remove_all(dir);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -93,6 +94,41 @@ TEST(Manifest, LoadErrorsFromAFileNameIt) {
                   "integer in 1..1024, got 0");
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(Manifest, FunctionConstantsAndTheirValuesReachThePlan) {
+  Json m = valid();
+  m["kernels"][0]["function_constants"] = Json::array({
+      {{"index", 0}, {"name", "use_fast_path"}, {"type", "bool"}, {"value", true}},
+      {{"index", 1}, {"name", "tile"}, {"type", "ushort"}, {"value", 48}},
+      {{"index", 2}, {"name", "bias"}, {"type", "half"}, {"value", -1.5}},
+      {{"index", 3}, {"name", "optional"}, {"type", "int"}}});
+  const Library library = Library::load_from_memory(m.dump());
+  const std::vector<FunctionConstant>& c = library.kernels()[0].function_constants;
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_TRUE(c[0].has_value);
+  EXPECT_EQ(c[0].value_bytes, 1u);
+  EXPECT_EQ(c[0].value[0], std::byte{1});
+  uint16_t tile = 0, bias = 0;
+  std::memcpy(&tile, c[1].value.data(), 2);
+  std::memcpy(&bias, c[2].value.data(), 2);
+  EXPECT_EQ(tile, 48u);
+  EXPECT_EQ(bias, 0xBE00u);  // -1.5 in IEEE half
+  EXPECT_FALSE(c[3].has_value);
+  ForwardCall call;
+  call.strides = contiguous_bhsd(call.shape, 128, 128);
+  const LaunchPlan plan = Library::launch_plan(library.kernels()[0], call);
+  EXPECT_EQ(plan.constants.data(), c.data());
+  EXPECT_EQ(plan.constants.size(), 4u);
+
+  m["kernels"][0]["function_constants"][1]["value"] = 70000;
+  EXPECT_EQ(load_error(m.dump()),
+            "manifest: kernel 0 (attn_fwd_f16_d128_causal_br_gqa): kernels[0].function_constants[1].value: expected "
+            "an integer in 0..65535 (ushort), got 70000");
+  m["kernels"][0]["function_constants"][1]["type"] = "float4";
+  EXPECT_EQ(load_error(m.dump()),
+            "manifest: kernel 0 (attn_fwd_f16_d128_causal_br_gqa): kernels[0].function_constants[1].type: expected a "
+            "scalar MSL type (bool, char, uchar, short, ushort, int, uint, half, float), got \"float4\"");
 }
 
 struct Corruption {

@@ -1,10 +1,14 @@
-// NOT BUILT OR RUN where mfagen is developed (no Apple GPU); see the header.
+// NOT BUILT OR RUN where mfagen is developed (no Apple GPU, no Metal
+// compiler, no metal-cpp there); see the header. Written against metal-cpp
+// (Apple's C++ interface to Metal, macOS 13+ / iOS 16+).
 #define NS_PRIVATE_IMPLEMENTATION
 #define MTL_PRIVATE_IMPLEMENTATION
 #include <Foundation/Foundation.hpp>
 #include <Metal/Metal.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -47,11 +51,48 @@ struct Released {
   }
 };
 
+MTL::DataType data_type(const FunctionConstant& c) {
+  if (c.type == "bool") return MTL::DataTypeBool;
+  if (c.type == "char") return MTL::DataTypeChar;
+  if (c.type == "uchar") return MTL::DataTypeUChar;
+  if (c.type == "short") return MTL::DataTypeShort;
+  if (c.type == "ushort") return MTL::DataTypeUShort;
+  if (c.type == "int") return MTL::DataTypeInt;
+  if (c.type == "uint") return MTL::DataTypeUInt;
+  if (c.type == "half") return MTL::DataTypeHalf;
+  if (c.type == "float") return MTL::DataTypeFloat;
+  throw std::invalid_argument("metal backend: function constant " + c.name + " has unsupported type " + c.type);
+}
+
+// The part of a pipeline's cache key that the function constants make:
+// index, type and value bytes of each constant that has a value.
+std::string constants_key(const KernelEntry& kernel) {
+  std::string key;
+  for (const FunctionConstant& c : kernel.function_constants) {
+    if (!c.has_value) continue;
+    key += "|" + std::to_string(c.index) + ":" + c.type + "=";
+    for (uint32_t i = 0; i < c.value_bytes; ++i) {
+      char hex[3];
+      std::snprintf(hex, sizeof hex, "%02x", unsigned(c.value[i]));
+      key += hex;
+    }
+  }
+  return key;
+}
+
+// The launch a plan's entry belongs to: index into the kernel's entries.
+size_t launch_index(const KernelEntry& kernel, std::string_view entry) {
+  for (size_t i = 0; i < kernel.entries.size(); ++i)
+    if (kernel.entries[i] == entry) return i;
+  throw std::invalid_argument("metal backend: " + std::string(entry) + " is not a kernel function of " + kernel.name);
+}
+
 }  // namespace
 
 MetalBackend::MetalBackend(MTL::Device* device) : device_(device ? device->retain() : MTL::CreateSystemDefaultDevice()) {
   if (!device_) throw std::runtime_error("metal backend: no Metal device");
   queue_ = device_->newCommandQueue();
+  if (!queue_) throw std::runtime_error("metal backend: cannot create a command queue");
 }
 
 MetalBackend::~MetalBackend() {
@@ -62,14 +103,14 @@ MetalBackend::~MetalBackend() {
 }
 
 MTL::Library* MetalBackend::library_for(const Library& library, const KernelEntry& kernel) {
-  const std::string key = kernel.file + "#" + kernel.hash;
+  const std::string key = (library.directory() / kernel.file).string() + "#" + kernel.hash;
   if (auto it = libraries_.find(key); it != libraries_.end()) return it->second;
   NS::Error* error = nullptr;
   MTL::Library* lib = nullptr;
   std::filesystem::path metallib = library.directory() / kernel.file;
   metallib.replace_extension(".metallib");
   if (std::filesystem::exists(metallib)) {
-    // Built by `xcrun metal` / `xcrun metallib` (cmake/ mfagen_add_kernels on Apple).
+    // Built by `xcrun metal` + `xcrun metallib` (cmake: mfagen_add_kernels(... METALLIB ...) on Apple).
     lib = device_->newLibrary(ns_string(metallib.string()), &error);
   } else {
     Released<MTL::CompileOptions> options(MTL::CompileOptions::alloc()->init());
@@ -83,13 +124,25 @@ MTL::Library* MetalBackend::library_for(const Library& library, const KernelEntr
   return lib;
 }
 
-MTL::ComputePipelineState* MetalBackend::pipeline_for(MTL::Library* library, const std::string& entry,
-                                                      uint32_t threads) {
-  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(library)) + "#" + entry;
+MTL::ComputePipelineState* MetalBackend::pipeline_for(MTL::Library* library, const KernelEntry& kernel,
+                                                      const std::string& entry, uint32_t threads) {
+  const std::string key = std::to_string(reinterpret_cast<uintptr_t>(library)) + "#" + entry + constants_key(kernel);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
-  Released<MTL::Function> function(library->newFunction(ns_string(entry)));
-  if (!function.object) throw std::runtime_error("metal backend: no kernel function " + entry);
   NS::Error* error = nullptr;
+  MTL::Function* raw_function = nullptr;
+  bool has_values = false;
+  for (const FunctionConstant& c : kernel.function_constants) has_values |= c.has_value;
+  if (has_values) {
+    Released<MTL::FunctionConstantValues> values(MTL::FunctionConstantValues::alloc()->init());
+    for (const FunctionConstant& c : kernel.function_constants)
+      if (c.has_value) values.object->setConstantValue(c.value.data(), data_type(c), c.index);
+    raw_function = library->newFunction(ns_string(entry), values.object, &error);
+  } else {
+    raw_function = library->newFunction(ns_string(entry));
+  }
+  Released<MTL::Function> function(raw_function);
+  if (!function.object)
+    throw std::runtime_error("metal backend: no kernel function " + entry + (error ? ": " + describe(error) : ""));
   MTL::ComputePipelineState* pipeline = device_->newComputePipelineState(function.object, &error);
   if (!pipeline) throw std::runtime_error("metal backend: pipeline for " + entry + ": " + describe(error));
   const NS::UInteger allowed = pipeline->maxTotalThreadsPerThreadgroup();
@@ -102,23 +155,69 @@ MTL::ComputePipelineState* MetalBackend::pipeline_for(MTL::Library* library, con
   return pipeline;
 }
 
+// Every launch's pipeline, in the kernel's launch order. The threads each
+// launch needs come from a plan of the smallest call (they do not depend on
+// the shape).
+MetalBackend::Pipelines MetalBackend::build_pipelines(const Library& library, const KernelEntry& kernel) {
+  ForwardCall call;
+  call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
+  if (kernel.info.softcap) call.softcap = 1;
+  const LaunchPlan plan = Library::launch_plan(kernel, call);
+  MTL::Library* lib = library_for(library, kernel);
+  Pipelines result{};
+  for (size_t i = 0; i < plan.launch_count; ++i)
+    result[i] = pipeline_for(lib, kernel, kernel.entries[i], plan.launch_storage[i].threads_per_threadgroup[0]);
+  return result;
+}
+
+MetalBackend::Pipelines MetalBackend::pipelines(const Library& library, const KernelEntry& kernel) {
+  if (auto it = prepared_.find(&kernel); it != prepared_.end()) return it->second;  // no lock: prepare() is done
+  std::lock_guard lock(mutex_);
+  return build_pipelines(library, kernel);  // cached in pipelines_ after the first call
+}
+
+void MetalBackend::prepare(const Library& library) {
+  std::lock_guard lock(mutex_);
+  for (const KernelEntry& kernel : library.kernels()) prepared_[&kernel] = build_pipelines(library, kernel);
+}
+
+void MetalBackend::encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+                          MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers) {
+  const Pipelines ps = pipelines(library, kernel);
+  for (const LaunchPlan::Buffer& b : plan.buffers()) {
+    if (b.index == kForwardParams) continue;
+    if (b.index >= buffers.size() || !buffers[b.index] || buffers[b.index]->length() < b.bytes)
+      throw std::invalid_argument("metal backend: buffer " + std::to_string(b.index) + " (" + std::string(b.name) +
+                                  ") is missing or smaller than " + std::to_string(b.bytes) + " bytes");
+  }
+  for (size_t i = 0; i < plan.launch_count; ++i) {
+    const LaunchPlan::Launch& l = plan.launch_storage[i];
+    if (i > 0) encoder->memoryBarrier(MTL::BarrierScopeBuffers);  // each launch reads what the previous wrote
+    encoder->setComputePipelineState(ps[i]);
+    for (uint32_t index = 0; index < 32; ++index) {
+      if (!l.binds(index)) continue;
+      if (index == kForwardParams)
+        encoder->setBytes(plan.params_storage.data(), plan.params_size, index);
+      else
+        encoder->setBuffer(buffers[index], 0, index);
+    }
+    encoder->dispatchThreadgroups(MTL::Size(l.threadgroups[0], l.threadgroups[1], l.threadgroups[2]),
+                                  MTL::Size(l.threads_per_threadgroup[0], l.threads_per_threadgroup[1],
+                                            l.threads_per_threadgroup[2]));
+  }
+}
+
 RunStats MetalBackend::run_buffers(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
                                    const std::map<uint32_t, MTL::Buffer*>& buffers) {
   Released<NS::AutoreleasePool> pool(NS::AutoreleasePool::alloc()->init());
-  std::vector<MTL::ComputePipelineState*> pipelines;
-  {
-    std::lock_guard lock(mutex_);
-    MTL::Library* lib = library_for(library, kernel);
-    for (const KernelLaunch& l : plan.launches)
-      pipelines.push_back(pipeline_for(lib, l.entry, l.threads_per_threadgroup[0]));
-  }
+  const Pipelines ps = pipelines(library, kernel);
   // Scratch buffers (decode partials, backward D) live on the GPU only.
   std::map<uint32_t, MTL::Buffer*> bound = buffers;
   std::vector<Released<MTL::Buffer>> scratch;
   for (const BufferRequirement& b : plan.buffers) {
     if (b.index == kForwardParams) continue;  // set inline with setBytes
     if (b.scratch) {
-      scratch.emplace_back(device_->newBuffer(b.bytes, MTL::ResourceStorageModePrivate));
+      scratch.emplace_back(device_->newBuffer(std::max<uint64_t>(b.bytes, 1), MTL::ResourceStorageModePrivate));
       bound[b.index] = scratch.back().object;
     } else if (!bound.count(b.index) || bound.at(b.index)->length() < b.bytes) {
       throw std::invalid_argument("metal backend: buffer " + std::to_string(b.index) + " (" + b.name +
@@ -129,8 +228,8 @@ RunStats MetalBackend::run_buffers(const Library& library, const KernelEntry& ke
   MTL::ComputeCommandEncoder* encoder = commands->computeCommandEncoder();
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const KernelLaunch& l = plan.launches[i];
-    if (i > 0) encoder->memoryBarrier(MTL::BarrierScopeBuffers);  // each launch reads what the previous wrote
-    encoder->setComputePipelineState(pipelines[i]);
+    if (i > 0) encoder->memoryBarrier(MTL::BarrierScopeBuffers);
+    encoder->setComputePipelineState(ps[launch_index(kernel, l.entry)]);
     for (uint32_t index : l.buffers) {
       if (index == kForwardParams)
         encoder->setBytes(plan.params.data(), plan.params.size(), index);
@@ -157,13 +256,50 @@ RunStats MetalBackend::run(const Library& library, const KernelEntry& kernel, co
   std::map<uint32_t, MTL::Buffer*> buffers;
   std::vector<Released<MTL::Buffer>> owned;
   for (const auto& [index, bytes] : tensors) {
-    owned.emplace_back(device_->newBuffer(bytes.data(), bytes.size(), MTL::ResourceStorageModeShared));
+    owned.emplace_back(device_->newBuffer(bytes.data(), std::max<size_t>(bytes.size(), 1), MTL::ResourceStorageModeShared));
     buffers[index] = owned.back().object;
   }
   const RunStats stats = run_buffers(library, kernel, plan, buffers);
   for (const BufferRequirement& b : plan.buffers)
     if (b.written && !b.scratch)
       std::memcpy(tensors.at(b.index).data(), buffers.at(b.index)->contents(), tensors.at(b.index).size());
+  return stats;
+}
+
+RunStats MetalBackend::run(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+                           const TensorMap& tensors) {
+  Released<NS::AutoreleasePool> pool(NS::AutoreleasePool::alloc()->init());
+  std::vector<Released<MTL::Buffer>> owned;
+  std::array<MTL::Buffer*, LaunchPlan::kMaxBuffers> bound{};
+  for (const LaunchPlan::Buffer& b : plan.buffers()) {
+    if (b.index == kForwardParams) continue;
+    if (b.scratch) {
+      owned.emplace_back(device_->newBuffer(std::max<uint64_t>(b.bytes, 1), MTL::ResourceStorageModePrivate));
+    } else {
+      const auto it = tensors.find(b.index);
+      if (it == tensors.end())
+        throw std::invalid_argument("metal backend: no tensor for buffer " + std::to_string(b.index) + " (" +
+                                    std::string(b.name) + ")");
+      owned.emplace_back(device_->newBuffer(it->second.data(), std::max<size_t>(it->second.size(), 1),
+                                            MTL::ResourceStorageModeShared));
+    }
+    bound[b.index] = owned.back().object;
+  }
+  MTL::CommandBuffer* commands = queue_->commandBuffer();
+  MTL::ComputeCommandEncoder* encoder = commands->computeCommandEncoder();
+  encode(library, kernel, plan, encoder, bound);
+  encoder->endEncoding();
+  commands->commit();
+  commands->waitUntilCompleted();
+  if (commands->status() == MTL::CommandBufferStatusError)
+    throw std::runtime_error("metal backend: " + kernel.name + ": " + describe(commands->error()));
+  for (const LaunchPlan::Buffer& b : plan.buffers())
+    if (b.written && !b.scratch) {
+      std::span<std::byte> out = tensors.at(b.index);
+      std::memcpy(out.data(), bound[b.index]->contents(), std::min<size_t>(out.size(), bound[b.index]->length()));
+    }
+  RunStats stats;
+  stats.seconds = commands->GPUEndTime() - commands->GPUStartTime();
   return stats;
 }
 

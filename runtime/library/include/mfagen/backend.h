@@ -30,6 +30,12 @@ class Backend {
   // allocates scratch buffers and binds the params bytes.
   virtual RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
                        const TensorMap& tensors) = 0;
+  // The same for a LaunchPlan (Library::launch_plan). Default: converted to
+  // a DispatchPlan; the Metal backend encodes it directly.
+  virtual RunStats run(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+                       const TensorMap& tensors) {
+    return run(library, kernel, plan.to_dispatch_plan(), tensors);
+  }
 };
 
 }  // namespace mfagen

@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
 
   explicit CpuBackend(bool detectors = true, SourceProvider sources = {});
   std::string_view name() const override { return "cpu"; }
+  using Backend::run;  // the LaunchPlan overload
   RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
                const TensorMap& tensors) override;
 

@@ -20,6 +20,8 @@
 
 namespace mfagen {
 
+struct FunctionConstant;
+
 struct LaunchPlan {
   static constexpr size_t kMaxLaunches = 3;      // backward: preprocess, dK/dV, dQ
   static constexpr size_t kMaxBuffers = 16;      // indices 0..14 (DESIGN.md section 8)
@@ -45,6 +47,9 @@ struct LaunchPlan {
   std::array<Buffer, kMaxBuffers> buffer_storage{};
   alignas(8) std::array<std::byte, kMaxParamsBytes> params_storage{};
   uint32_t launch_count = 0, buffer_count = 0, params_size = 0;
+  // The kernel's function constants and their values (a view into the
+  // Library; empty for every generated kernel today). Not in DispatchPlan.
+  std::span<const FunctionConstant> constants;
 
   std::span<const Launch> launches() const { return {launch_storage.data(), launch_count}; }
   std::span<const Buffer> buffers() const { return {buffer_storage.data(), buffer_count}; }

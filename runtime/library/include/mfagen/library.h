@@ -7,6 +7,8 @@
 // concurrently. plan() returns the same plan as a heap-allocated DispatchPlan.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -25,12 +27,17 @@ enum class KernelKind : uint8_t { forward, decode, backward };
 enum class CausalMode : uint8_t { none, top_left, bottom_right };
 
 // A Metal function constant a kernel declares (manifest "function_constants").
-// Generated kernels declare none today (every spec field is compiled in); the
-// Metal backend keys its pipeline cache by entry + constant values.
+// Generated kernels declare none today (every spec field is compiled in). A
+// constant's value comes from the manifest's optional "value"; without one
+// the Metal backend leaves it undefined (is_function_constant_defined() is
+// false in the kernel). The Metal backend keys pipelines by entry + values.
 struct FunctionConstant {
   uint32_t index = 0;
   std::string name;
-  std::string type;
+  std::string type;                  // MSL scalar type: bool, char, uchar, short, ushort, int, uint, half, float
+  bool has_value = false;
+  std::array<std::byte, 4> value{};  // the value in `type`'s representation (value_bytes of them)
+  uint32_t value_bytes = 0;
 };
 
 // One kernel of the manifest: what selection compares and what dispatch needs.

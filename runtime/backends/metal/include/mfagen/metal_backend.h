@@ -3,12 +3,21 @@
 // there, so nothing in this folder has been executed; the cpu backend is the
 // tested path. It loads a kernel's library (a precompiled <name>.metallib
 // next to the manifest when present, else the vendored .metal source compiled
-// at first use), caches pipeline states by entry point, and encodes a
-// DispatchPlan's launches in order in one command buffer.
+// at first use), caches pipeline states by entry point + function constant
+// values, and encodes a plan's launches in order with a buffer barrier
+// between dependent launches.
+//
+// Two ways to use it:
+//  - run(): the Backend interface; copies tensors into shared buffers,
+//    allocates scratch buffers, commits and waits (tests, tools, examples);
+//  - prepare() once, then encode() per call into the app's own command
+//    encoder with the app's MTL::Buffers: no allocation, no lock, no copy.
 #pragma once
 
+#include <array>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -17,6 +26,7 @@
 namespace MTL {
 class Buffer;
 class CommandQueue;
+class ComputeCommandEncoder;
 class ComputePipelineState;
 class Device;
 class Library;
@@ -33,23 +43,46 @@ class MetalBackend final : public Backend {
   MetalBackend& operator=(const MetalBackend&) = delete;
 
   std::string_view name() const override { return "metal"; }
+  MTL::Device* device() const { return device_; }
+
   // Copies the tensors into shared buffers, runs, copies written tensors back.
   RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
                const TensorMap& tensors) override;
-  // The zero-copy path for apps whose tensors already live in MTL::Buffers
-  // (bound at offset 0, by buffer index).
+  RunStats run(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+               const TensorMap& tensors) override;
+  // For apps whose tensors already live in MTL::Buffers (bound at offset 0,
+  // by buffer index); scratch buffers are allocated per call.
   RunStats run_buffers(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
                        const std::map<uint32_t, MTL::Buffer*>& buffers);
 
+  // Builds the pipelines of every kernel of `library` now, so encode() finds
+  // them without a lock. Not thread-safe with encode(): call it before
+  // sharing the backend between threads. The library must outlive the backend's use of it.
+  void prepare(const Library& library);
+  // Encodes `plan`'s launches into `encoder` (a memory barrier between
+  // launches, each reads what the previous wrote). `buffers[i]` is bound at
+  // buffer index i for every index the plan lists except params (set inline
+  // with setBytes), scratch buffers included: allocate those once at the
+  // plan's sizes (StorageModePrivate) and reuse them. For prepared kernels
+  // this allocates nothing and takes no lock; otherwise the first call builds
+  // the pipelines under the cache lock.
+  void encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+              MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers);
+
  private:
-  MTL::Library* library_for(const Library& library, const KernelEntry& kernel);
-  MTL::ComputePipelineState* pipeline_for(MTL::Library* library, const std::string& entry, uint32_t threads);
+  using Pipelines = std::array<MTL::ComputePipelineState*, LaunchPlan::kMaxLaunches>;  // by launch, in order
+  MTL::Library* library_for(const Library& library, const KernelEntry& kernel);          // caller holds mutex_
+  MTL::ComputePipelineState* pipeline_for(MTL::Library* library, const KernelEntry& kernel, const std::string& entry,
+                                          uint32_t threads);                              // caller holds mutex_
+  Pipelines build_pipelines(const Library& library, const KernelEntry& kernel);           // caller holds mutex_
+  Pipelines pipelines(const Library& library, const KernelEntry& kernel);
 
   MTL::Device* device_;
   MTL::CommandQueue* queue_;
-  std::mutex mutex_;  // guards the caches; encoding itself needs no lock
-  std::unordered_map<std::string, MTL::Library*> libraries_;             // by kernel file + hash
-  std::unordered_map<std::string, MTL::ComputePipelineState*> pipelines_;  // by entry point (+ library)
+  std::mutex mutex_;  // guards the caches below; prepared kernels are read without it
+  std::unordered_map<std::string, MTL::Library*> libraries_;               // by kernel file + hash
+  std::unordered_map<std::string, MTL::ComputePipelineState*> pipelines_;  // by library + entry + constant values
+  std::unordered_map<const KernelEntry*, Pipelines> prepared_;              // written by prepare() only
 };
 
 }  // namespace mfagen
