@@ -4,6 +4,7 @@
 // DispatchError for calls a kernel cannot run.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "generated_manifest.h"
@@ -129,6 +130,42 @@ TEST(LaunchPlan, RejectsWhatPlanForwardRejectsWithTheSameMessage) {
       rejected += slow != "no error";
     }
   EXPECT_GT(rejected, kernels.size() * 5);
+}
+
+TEST(LaunchPlan, EdgeShapesAndTheirLimits) {
+  // Sq = Sk = 1, non-multiples of the tiles, the largest batch and lengths a
+  // grid takes, and sizes just past 64 bits.
+  const std::vector<AttentionShape> shapes = {{1, 1, 1, 1, 1},
+                                              {3, 6, 2, 33, 1},
+                                              {1, 4, 4, 1, 65537},
+                                              {UINT32_MAX, 1, 1, 1, 1},
+                                              {1, 2, 1, (uint64_t(1) << 31) - 1, (uint64_t(1) << 31) - 1},
+                                              {1 << 20, 64, 8, 4096, 4096}};
+  for (const KernelEntry& kernel : library().kernels())
+    for (const AttentionShape& shape : shapes) {
+      ForwardCall call;
+      call.shape = shape;
+      if (kernel.kind == KernelKind::decode) call.shape.seq_q = std::min<uint64_t>(shape.seq_q, 16);
+      if (!kernel.info.gqa) call.shape.heads_kv = call.shape.heads_q;
+      call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
+      if (kernel.info.softcap) call.softcap = 1;
+      std::string why;
+      const std::string slow = error_of([&] { Library::plan(kernel, call); });
+      const std::string fast = error_of([&] { Library::launch_plan(kernel, call); });
+      ASSERT_EQ(fast, slow) << kernel.name;
+      if (slow == "no error") {
+        EXPECT_TRUE(same(Library::launch_plan(kernel, call), Library::plan(kernel, call), why)) << kernel.name << why;
+      }
+    }
+  const KernelEntry& fwd = library().kernels()[0];
+  ForwardCall call;
+  call.shape = {UINT32_MAX, 1, 1, 1, 1};
+  call.strides = contiguous_bhsd(call.shape, fwd.info.head_dim, fwd.info.head_dim_v);
+  const LaunchPlan p = Library::launch_plan(fwd, call);
+  EXPECT_EQ(p.launches()[0].threadgroups, (std::array<uint32_t, 3>{1, 1, UINT32_MAX}));
+  EXPECT_EQ(p.buffer(kForwardQ)->bytes, uint64_t(UINT32_MAX) * fwd.info.head_dim * fwd.info.element_bytes);
+  call.strides.q.batch = UINT64_MAX / 2;  // (batch - 1) * stride overflows 64 bits: an error, not a wrap
+  EXPECT_EQ(error_of([&] { Library::launch_plan(fwd, call); }), "q: size overflows 64 bits");
 }
 
 TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
