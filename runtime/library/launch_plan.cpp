@@ -51,7 +51,8 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && (kernel.window ? call.window_left >= -1 && call.window_right >= -1 &&
                                   call.window_left <= int64_t(kMaxSeq) && call.window_right <= int64_t(kMaxSeq)
                             : call.window_left == -1 && call.window_right == -1);
-  ok = ok && (kernel.mask != MaskInput::none || call.mask_strides == std::array<uint64_t, 4>{});
+  const std::array<uint64_t, 4>& m = call.mask_strides;
+  ok = ok && (kernel.mask != MaskInput::none || (m[0] | m[1] | m[2] | m[3]) == 0);
   ok = ok && (kernel.alibi || !call.alibi_per_batch);
   ok = ok && (!kernel.backward || kernel.lse);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
@@ -70,9 +71,7 @@ struct FixedParams {
     return *this;
   }
   void finish(uint32_t alignment) {
-    const uint32_t padded = (size + alignment - 1) / alignment * alignment;
-    std::memset(bytes + size, 0, padded - size);
-    size = padded;
+    while (size % alignment) bytes[size++] = std::byte{0};  // at most 4 bytes: fields are 4 or 8 bytes
   }
 };
 
