@@ -1,6 +1,7 @@
 // As an app does it: generated kernels on disk, Library::load, select, plan,
 // run on the cpu backend; out and lse against the float64 reference, and the
-// LaunchPlan path bit-identical to the DispatchPlan path.
+// LaunchPlan path bit-identical to the DispatchPlan path, and BSHD tensors
+// (strides only, no copies) bit-identical to BHSD.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -87,6 +88,30 @@ TEST(EndToEnd, LoadSelectPlanRunOnTheCpuBackend) {
                  {kForwardLse, std::as_writable_bytes(std::span(lse2))}});
     EXPECT_EQ(out2, out);
     EXPECT_EQ(lse2, lse);
+
+    // BSHD (FlashAttention's layout) is the same kernel with other strides:
+    // no copies, bit-identical rows.
+    auto to_bshd = [](const std::vector<std::byte>& bhsd, uint64_t heads, uint64_t rows, uint64_t d) {
+      std::vector<std::byte> bshd(bhsd.size());
+      for (uint64_t h = 0; h < heads; ++h)
+        for (uint64_t r = 0; r < rows; ++r)
+          std::memcpy(&bshd[(r * heads + h) * d * 2], &bhsd[(h * rows + r) * d * 2], d * 2);
+      return bshd;
+    };
+    ForwardCall bshd = call;
+    bshd.strides.q = {sq * 4 * 32, 32, 4 * 32};
+    bshd.strides.k = {50 * 2 * 32, 32, 2 * 32};
+    bshd.strides.v = bshd.strides.k;
+    bshd.strides.out = bshd.strides.q;
+    const LaunchPlan bshd_plan = Library::launch_plan(kernel, bshd);
+    std::vector<std::byte> qs = to_bshd(qb, 4, sq, 32), ks = to_bshd(kb, 2, 50, 32), vs = to_bshd(vb, 2, 50, 32);
+    std::vector<std::byte> out3(out.size());
+    std::vector<float> lse3(lse.size());
+    backend.run(library, kernel, bshd_plan,
+                {{kForwardQ, qs}, {kForwardK, ks}, {kForwardV, vs}, {kForwardOut, out3},
+                 {kForwardLse, std::as_writable_bytes(std::span(lse3))}});
+    EXPECT_EQ(out3, to_bshd(out, 4, sq, 32)) << "BSHD, seq_q " << sq;
+    EXPECT_EQ(lse3, lse);
   }
   fs::remove_all(dir);
 }
