@@ -136,6 +136,9 @@ LaunchPlan Library::launch_plan(const KernelEntry& kernel, const ForwardCall& ca
 
 LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& call, LaunchPlan& plan) {
   const ForwardKernelInfo& info = kernel.info;
+  if (kernel.entries.size() != (info.backward ? 3u : info.decode ? 2u : 1u))
+    throw DispatchError("kernel " + kernel.name + " lists " + std::to_string(kernel.entries.size()) +
+                        " entry points; launch_plan needs a KernelEntry of a loaded Library");
   if (!call_is_valid(info, call)) reject(kernel, call);
   const AttentionShape& s = call.shape;
   const ForwardStrides& st = call.strides;

@@ -178,6 +178,11 @@ TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
     EXPECT_EQ(p.launch_count, kernel.entries.size()) << kernel.name;
     EXPECT_EQ(p.launches().front().entry.data(), kernel.entries.front().data());  // a view into the library
   }
+  KernelEntry hand_made = library().kernels()[0];
+  hand_made.entries.clear();  // not from a manifest: an error, not an out-of-bounds read
+  ForwardCall call;
+  call.strides = contiguous_bhsd(call.shape, hand_made.info.head_dim, hand_made.info.head_dim_v);
+  EXPECT_THROW(Library::launch_plan(hand_made, call), DispatchError);
 }
 
 }  // namespace
