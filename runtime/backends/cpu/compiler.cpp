@@ -9,8 +9,10 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "conditional_repair.h"
 #include "loaded_module.h"
 #include "msl_lowering.h"
 #include "subprocess.h"
@@ -87,6 +89,18 @@ void build_shared_object(const std::string& lowered, const fs::path& object, boo
   for (std::string& flag : build_flags(instrument)) argv.push_back(std::move(flag));
   argv.insert(argv.end(), {"-o", temp_object.string(), source.string()});
   ProcessResult result = run_process(argv);
+  if (result.exit_code != 0) {
+    // Metal accepts `?:` between class-type arms in different address spaces; clang does not.
+    std::vector<std::string> syntax_flags = kLanguageFlags;
+    syntax_flags.insert(syntax_flags.end(), {"-Xclang", "-ffake-address-space-map"});
+    std::optional<std::string> repaired =
+        repair_address_space_conditionals(lowered, syntax_flags, unique_temp(dir, "repair", ".cl").string());
+    if (repaired) {
+      std::ofstream(source, std::ios::binary | std::ios::trunc) << *repaired;
+      ProcessResult retried = run_process(argv);
+      if (retried.exit_code == 0) result = retried;
+    }
+  }
   fs::remove(source);
   if (result.exit_code != 0) {
     fs::remove(temp_object);

@@ -1,0 +1,178 @@
+#include "conditional_repair.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "subprocess.h"
+#include "toolchain.h"
+
+namespace mfagen::cpu {
+namespace {
+
+struct Position {
+  int line = 0;    // 1-based
+  int column = 0;  // 1-based, in bytes
+};
+
+struct Arm {
+  Position begin;
+  Position end;  // one past the arm's last character
+  bool operator<(const Arm& o) const {
+    return std::tie(begin.line, begin.column, end.line, end.column) <
+           std::tie(o.begin.line, o.begin.column, o.end.line, o.end.column);
+  }
+};
+
+bool is_line_marker(std::string_view line) {
+  return line.size() > 2 && line[0] == '#' && line[1] == ' ' && std::isdigit(static_cast<unsigned char>(line[2]));
+}
+
+std::vector<size_t> line_starts(const std::string& text) {
+  std::vector<size_t> starts = {0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') starts.push_back(i + 1);
+  return starts;
+}
+
+// Empties line markers (keeping their newlines) so clang reports positions in
+// the lowered text itself, with the same line numbers as the original.
+std::string without_line_markers(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  std::vector<size_t> starts = line_starts(text);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    size_t end = k + 1 < starts.size() ? starts[k + 1] : text.size();
+    std::string_view line(text.data() + starts[k], end - starts[k]);
+    if (is_line_marker(line)) {
+      if (!line.empty() && line.back() == '\n') out += '\n';
+    } else {
+      out += line;
+    }
+  }
+  return out;
+}
+
+const std::set<std::string> kQualifiers = {"const", "volatile", "__global", "__local", "__constant", "__private",
+                                           "__generic"};
+
+std::string unqualified(const std::string& type) {
+  std::istringstream words(type);
+  std::string word, out;
+  while (words >> word)
+    if (!kQualifiers.count(word)) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+// clang types `Pair{...}` as `__private Pair` but `bfloat(0)` and function
+// results as plain `bfloat`, and rejects mixing even those two; __mf_rvalue
+// yields the plain type, so every arm naming an address space is wrapped.
+bool names_address_space(const std::string& type) {
+  std::istringstream words(type);
+  std::string word;
+  while (words >> word)
+    if (word.rfind("__", 0) == 0 && kQualifiers.count(word)) return true;
+  return false;
+}
+
+// The arms clang rejected, or nullopt if any error is of another kind.
+std::optional<std::set<Arm>> rejected_arms(const std::string& diagnostics, const std::string& file) {
+  // file:L:C:{L:C-L:C}{L:C-L:C}: error: incompatible operand types ('A' [(aka 'A2')] and 'B' [(aka 'B2')])
+  static const std::regex error_line(R"(^(.*):\d+:\d+:((?:\{\d+:\d+-\d+:\d+\})*): (?:fatal )?error: (.*)$)");
+  static const std::regex incompatible(
+      R"(^incompatible operand types \('([^']*)'(?: \(aka '([^']*)'\))? and '([^']*)'(?: \(aka '([^']*)'\))?\)$)");
+  static const std::regex range(R"(\{(\d+):(\d+)-(\d+):(\d+)\})");
+  std::set<Arm> arms;
+  std::istringstream lines(diagnostics);
+  std::string line;
+  bool any_error = false;
+  while (std::getline(lines, line)) {
+    std::smatch m, types;
+    if (!std::regex_match(line, m, error_line)) continue;
+    any_error = true;
+    const std::string message = m[3];
+    if (m[1] != file || !std::regex_match(message, types, incompatible)) return std::nullopt;
+    const std::string a = types[2].matched ? types[2] : types[1];
+    const std::string b = types[4].matched ? types[4] : types[3];
+    if (unqualified(a) != unqualified(b)) return std::nullopt;  // genuinely different types: Metal rejects too
+    const std::string ranges = m[2];
+    std::vector<Arm> both;
+    for (std::sregex_iterator r(ranges.begin(), ranges.end(), range), end; r != end; ++r)
+      both.push_back(Arm{{std::stoi((*r)[1]), std::stoi((*r)[2])}, {std::stoi((*r)[3]), std::stoi((*r)[4])}});
+    if (both.size() != 2) return std::nullopt;
+    bool wrapped = false;
+    for (int k = 0; k < 2; ++k) {
+      if (names_address_space(k == 0 ? a : b)) {
+        arms.insert(both[k]);
+        wrapped = true;
+      }
+    }
+    if (!wrapped) return std::nullopt;
+  }
+  if (!any_error || arms.empty()) return std::nullopt;
+  return arms;
+}
+
+// Wraps each arm in __mf_rvalue(...); nullopt if a position is out of range.
+std::optional<std::string> wrap_arms(const std::string& text, const std::set<Arm>& arms) {
+  // Non-marker lines are byte-identical in the checked text, so positions carry over.
+  std::vector<size_t> starts = line_starts(text);
+  auto offset = [&](Position p) -> std::optional<size_t> {
+    if (p.line < 1 || size_t(p.line) > starts.size() || p.column < 1) return std::nullopt;
+    size_t at = starts[p.line - 1] + size_t(p.column - 1);
+    return at <= text.size() ? std::optional(at) : std::nullopt;
+  };
+  struct Insertion {
+    size_t at;
+    bool opens;
+  };
+  std::vector<Insertion> insertions;
+  for (const Arm& arm : arms) {
+    std::optional<size_t> begin = offset(arm.begin), end = offset(arm.end);
+    if (!begin || !end || *end <= *begin) return std::nullopt;
+    insertions.push_back({*begin, true});
+    insertions.push_back({*end, false});
+  }
+  // Insert back to front; at one offset openers go in first so that closers
+  // (inserted later, hence in front of them) end the previous arm.
+  std::sort(insertions.begin(), insertions.end(), [](const Insertion& x, const Insertion& y) {
+    return x.at != y.at ? x.at > y.at : x.opens > y.opens;
+  });
+  std::string wrapped = text;
+  for (const Insertion& i : insertions) wrapped.insert(i.at, i.opens ? "__mf_rvalue(" : ")");
+  return wrapped;
+}
+
+// clang stops at the outermost invalid expression, so a nested conditional
+// shows up only once the inner one is repaired: a round per nesting level.
+constexpr int kMaxRounds = 16;
+
+}  // namespace
+
+std::optional<std::string> repair_address_space_conditionals(const std::string& lowered,
+                                                             const std::vector<std::string>& flags,
+                                                             const std::string& scratch_file) {
+  std::vector<std::string> argv = {toolchain().clang};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-fsyntax-only", "-w", "-ferror-limit=0", "-fno-color-diagnostics",
+                           "-fdiagnostics-print-source-range-info", "-fno-caret-diagnostics", scratch_file});
+  std::string text = lowered;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    std::ofstream(scratch_file, std::ios::binary | std::ios::trunc) << without_line_markers(text);
+    ProcessResult result = run_process(argv);
+    std::filesystem::remove(scratch_file);
+    if (result.exit_code == 0) return round == 0 ? std::nullopt : std::optional(text);
+    std::optional<std::set<Arm>> arms = rejected_arms(result.output, scratch_file);
+    if (!arms) return std::nullopt;
+    std::optional<std::string> wrapped = wrap_arms(text, *arms);
+    if (!wrapped) return std::nullopt;
+    text = std::move(*wrapped);
+  }
+  return std::nullopt;
+}
+
+}  // namespace mfagen::cpu
