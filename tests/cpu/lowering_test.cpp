@@ -29,7 +29,36 @@ TEST(Lowering, AddressSpaceKeywordsBecomeClangAddressSpacesOutsideAttributes) {
   EXPECT_THAT(out.text, HasSubstr("__global float* a [[buffer(0)]]"));
   EXPECT_THAT(out.text, HasSubstr("__local half* t [[threadgroup(1)]]"));
   EXPECT_THAT(out.text, HasSubstr("__constant uint& n"));
-  EXPECT_THAT(out.text, HasSubstr("__private float x"));
+  // `thread` is the generic address space: locals are private anyway, and
+  // methods, references and pointers written `thread` then behave as Metal's
+  // (a local's decltype, `this` in a `thread` method, temporaries bound to
+  // `thread const T&`).
+  EXPECT_THAT(out.text, HasSubstr("{  float x = a[0]; }"));
+  EXPECT_THAT(out.text, Not(HasSubstr("__private")));
+}
+
+TEST(Lowering, DecltypeDropsThePrivateAddressSpaceOfLocals) {
+  auto out = lower("template <class T, T v> struct ic {};\n"
+                   "kernel void k(device int* a [[buffer(0)]]) { constexpr int r = 1; ic<decltype(r), r> c; "
+                   "decltype(auto) d = a[0]; }\n");
+  EXPECT_THAT(out.text, HasSubstr("ic<__mf_unprivate_t<decltype(r)> , r> c;"));
+  EXPECT_THAT(out.text, HasSubstr("decltype(auto) d"));
+}
+
+TEST(Lowering, ThreadReferenceReinterpretCastsGoThroughAGenericPointer) {
+  auto out = lower("kernel void k(device float2* a [[buffer(0)]]) { float4 v;\n"
+                   "  reinterpret_cast<thread float2&>(v) = a[0];\n"
+                   "  reinterpret_cast<device float&>(a[0]) = 1.0f;\n"
+                   "  float2* p = reinterpret_cast<float2*>(&v); }\n");
+  EXPECT_THAT(out.text, HasSubstr("__mf_reinterpret_ref< float2&>(v)"));
+  EXPECT_THAT(out.text, HasSubstr("reinterpret_cast<__global float&>(a[0])"));
+  EXPECT_THAT(out.text, HasSubstr("reinterpret_cast<float2*>(&v)"));
+}
+
+TEST(Lowering, KernelAttributeListWithMaxTotalThreads) {
+  auto out = lower("[[kernel, max_total_threads_per_threadgroup(128)]] void k(device float* a [[buffer(0)]]) {}\n");
+  ASSERT_EQ(out.kernels.size(), 1u);
+  EXPECT_EQ(out.kernels[0].name, "k");
 }
 
 TEST(Lowering, ExtractsKernelSignature) {

@@ -7,7 +7,7 @@
 //
 // The repair is driven by clang's own diagnostics, so it touches exactly the
 // expressions clang rejected and nothing else: each arm in a non-private
-// address space is wrapped in __mf_rvalue(...) (mfagen_standin/rvalue.h), a
+// address space is wrapped in __mf_rvalue(...) (mfagen_standin/lowering_support.h), a
 // prvalue copy — what Metal's conditional yields anyway. Evaluation order and
 // short-circuiting are unchanged because the copy happens inside the arm.
 #pragma once

@@ -14,7 +14,7 @@ namespace mfagen::cpu {
 namespace {
 
 const std::map<std::string_view, std::string_view> kAddressSpaces = {
-    {"device", "__global"}, {"constant", "__constant"}, {"threadgroup", "__local"}, {"thread", "__private"}};
+    {"device", "__global"}, {"constant", "__constant"}, {"threadgroup", "__local"}, {"thread", ""}};
 
 // OpenCL keywords that are ordinary identifiers in MSL.
 const std::set<std::string_view> kOpenClOnlyKeywords = {"global", "local", "generic", "pipe", "read_only",
@@ -68,6 +68,8 @@ class Lowering {
     reject_unsupported_tokens();
     lower_function_constants();
     find_kernels();
+    lower_decltype();
+    lower_reference_reinterpret_casts();
     lower_threadgroup_declarations();
     lower_vector_syntax();
     map_keywords();
@@ -206,6 +208,33 @@ class Lowering {
     }
   }
 
+  // C++ for OpenCL types a local or parameter `int x` as `__private int`, so
+  // decltype(x) would carry an address space Metal's `thread int` does not
+  // show (MLX: integral_constant<decltype(res), res> with a static constant
+  // member). __mf_unprivate_t drops a top-level __private and nothing else.
+  void lower_decltype() {
+    for (size_t k = 0; k + 2 < count(); ++k) {
+      if (!is(k, "decltype") || !is(k + 1, "(") || is(k + 2, "auto") || in_attribute_[k]) continue;
+      replace(k, "__mf_unprivate_t<decltype");
+      replace(matching(k + 1), ")> ");
+    }
+  }
+
+  // reinterpret_cast<thread T&>(x) -> __mf_reinterpret_ref<T&>(x) (see
+  // mfagen_standin/lowering_support.h); casts to device, threadgroup or
+  // constant references keep their matching address space and stay as written.
+  void lower_reference_reinterpret_casts() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (!is(k, "reinterpret_cast") || !is(k + 1, "<")) continue;
+      size_t close = matching(k + 1);
+      if (!is(close - 1, "&") || is(close - 2, "&")) continue;
+      bool shared_space = false;
+      for (size_t j = k + 2; j < close; ++j)
+        shared_space |= is(j, "device") || is(j, "constant") || is(j, "threadgroup");
+      if (!shared_space) replace(k, "__mf_reinterpret_ref");
+    }
+  }
+
   // `kernel void name(params) {` or `[[kernel]] void name(...)`.
   void find_kernels() {
     std::vector<std::pair<size_t, std::string>> namespaces;  // (closing brace, name)
@@ -219,9 +248,9 @@ class Lowering {
         continue;
       }
       bool keyword = is(k, "kernel") && !in_attribute_[k];
-      bool attribute = is(k, "[") && is(k + 1, "[") && is(k + 2, "kernel") && is(k + 3, "]");
-      if (!keyword && !attribute) continue;
-      size_t start = keyword ? k + 1 : k + 5;
+      size_t attribute_end = kernel_attribute_end(k);
+      if (!keyword && attribute_end == npos) continue;
+      size_t start = keyword ? k + 1 : attribute_end + 1;
       std::vector<std::string> scope;
       for (auto& ns : namespaces) scope.push_back(ns.second);
       if (k > 0 && (is(k - 1, "]") || is(k - 1, "template")) && instantiation_start(k) != npos) {
@@ -247,6 +276,22 @@ class Lowering {
   }
 
   static constexpr size_t npos = ~size_t(0);
+
+  // `[[kernel]]` or `[[kernel, max_total_threads_per_threadgroup(N)]]` at k:
+  // the index of its last `]`, or npos.
+  size_t kernel_attribute_end(size_t k) const {
+    if (!is(k, "[") || !is(k + 1, "[")) return npos;
+    size_t end = matching(k);
+    int depth = 0;
+    bool kernel = false;
+    for (size_t j = k + 2; j + 1 < end; ++j) {
+      if (is(j, "(")) ++depth;
+      if (is(j, ")")) --depth;
+      if (depth == 0 && is(j, "kernel") && (is(j - 1, "[") || is(j - 1, ",")) && (is(j + 1, "]") || is(j + 1, ",")))
+        kernel = true;
+    }
+    return kernel ? end : npos;
+  }
 
   // `template [[host_name("x")]] [[kernel]]`: index of `template`, or npos.
   size_t instantiation_start(size_t kernel_attribute) const {

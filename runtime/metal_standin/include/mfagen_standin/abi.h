@@ -6,7 +6,7 @@
 // -cl-no-stdinc). Unqualified pointers are __generic.
 #pragma once
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
-#include "rvalue.h"
+#include "lowering_support.h"
 
 extern "C" {
 // Inserted by the instrumentation pass before loads/stores (not called here).

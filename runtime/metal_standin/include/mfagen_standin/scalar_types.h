@@ -224,7 +224,12 @@ METAL_FUNC constexpr bfloat operator-(bfloat a) {
     static_assert(__mf_false<H>, __MF_BF_HALF_ERROR);                                                      \
     return a;                                                                                              \
   }                                                                                                        \
-  METAL_FUNC constexpr float& operator OPEQ(float& a, bfloat b) { return a = a OP __mf_bf(b); }
+  /* A template on the float's own address space: a plain float& would bind    */                          \
+  /* `thread float` through a generic reference and tie with the builtin one. */                          \
+  template <class F, __mf_if<__is_same(__mf_unqual<F>, float)> = 0>                                       \
+  METAL_FUNC constexpr F& operator OPEQ(F& a, bfloat b) {                                                  \
+    return a = a OP __mf_bf(b);                                                                            \
+  }
 
 __MF_BF_ARITH(+, +=)
 __MF_BF_ARITH(-, -=)

@@ -33,7 +33,7 @@ METAL_FUNC uint __mf_sgm_col(uint lane) { return 4u * ((lane / 8u) % 2u) + 2u * 
 METAL_FUNC uint __mf_sgm_lane(uint r, uint c) { return 16u * (r / 4u) + 8u * (c / 4u) + 2u * (r % 4u) + (c % 4u) / 2u; }
 
 template <class T>
-METAL_FUNC T __mf_sgm_from_float(float f) {
+METAL_FUNC constexpr T __mf_sgm_from_float(float f) {
   if constexpr (__is_same(T, bfloat))
     return bfloat(f);
   else
@@ -51,7 +51,9 @@ struct simdgroup_matrix {
   typedef vec<T, 2> __mf_storage;
   __mf_storage __mf_elems;
 
-  METAL_FUNC simdgroup_matrix() {
+  // constexpr so that simdgroup_matrix is a literal type, as in Metal: MLX
+  // declares matrices inside `static constexpr` member functions.
+  METAL_FUNC constexpr simdgroup_matrix() : __mf_elems() {
     T nan = __mf_sgm_from_float<T>(__builtin_nanf(""));
     __mf_elems[0] = nan;
     __mf_elems[1] = nan;

@@ -39,8 +39,9 @@ struct conditional<false, T, F> {
 template <bool B, class T, class F>
 using conditional_t = typename conditional<B, T, F>::type;
 
-template <class...>
-using void_t = void;
+// Not in Metal's library (MLX's steel/utils/type_traits.h defines void_t,
+// make_void, is_empty and is_empty_v in namespace metal itself): absent here
+// too, so code that defines them compiles as it does on Metal.
 
 template <class T>
 struct type_identity {
@@ -287,8 +288,6 @@ struct is_class : bool_constant<__is_class(T)> {};
 template <class T>
 struct is_union : bool_constant<__is_union(T)> {};
 template <class T>
-struct is_empty : bool_constant<__is_empty(T)> {};
-template <class T>
 struct is_trivial : bool_constant<__is_trivial(T)> {};
 template <class T>
 struct is_trivially_copyable : bool_constant<__is_trivially_copyable(T)> {};
@@ -360,8 +359,6 @@ template <class T>
 inline constexpr bool is_class_v = is_class<T>::value;
 template <class T>
 inline constexpr bool is_union_v = is_union<T>::value;
-template <class T>
-inline constexpr bool is_empty_v = is_empty<T>::value;
 template <class T>
 inline constexpr bool is_trivial_v = is_trivial<T>::value;
 template <class T>
@@ -453,6 +450,15 @@ template <class B1, class... B>
 struct disjunction<B1, B...> : conditional_t<bool(B1::value), B1, disjunction<B...>> {};
 template <class B>
 struct negation : bool_constant<!bool(B::value)> {};
+// Metal's library-internal spellings, visible to code between
+// `#pragma METAL internals : enable` and `: disable` (MLX's atomic.h uses
+// _disjunction). The stand-in does not model the pragma: they are always there.
+template <class... B>
+struct _conjunction : conjunction<B...> {};
+template <class... B>
+struct _disjunction : disjunction<B...> {};
+template <class B>
+struct _negation : negation<B> {};
 template <class... B>
 inline constexpr bool conjunction_v = conjunction<B...>::value;
 template <class... B>

@@ -1,0 +1,96 @@
+// Metal stand-in: helpers that only the cpu backend inserts into lowered
+// code, where C++ for OpenCL's address-space rules differ from Metal's:
+//   __mf_rvalue(x)              a prvalue copy of an lvalue in any address
+//                               space (runtime/backends/cpu/conditional_repair.h);
+//   __mf_unprivate_t<T>         T without a top-level __private (wraps decltype);
+//   __mf_reinterpret_ref<R&>(x) reinterpret_cast<R&>(x) for thread references.
+#pragma once
+
+// ---- __mf_rvalue --------------------------------------------------------------
+// `c ? src[i] : bfloat(0)`: Metal accepts class-type arms in different address
+// spaces; the repair wraps the rejected arms.
+template <class T>
+struct __mf_rvalue_type {
+  typedef T type;
+};
+template <class T>
+struct __mf_rvalue_type<const T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+template <class T>
+struct __mf_rvalue_type<volatile T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+template <class T>
+struct __mf_rvalue_type<__global T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+template <class T>
+struct __mf_rvalue_type<__local T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+template <class T>
+struct __mf_rvalue_type<__constant T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+template <class T>
+struct __mf_rvalue_type<__private T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+template <class T>
+struct __mf_rvalue_type<__generic T> {
+  typedef typename __mf_rvalue_type<T>::type type;
+};
+
+template <class T>
+inline __attribute__((always_inline)) typename __mf_rvalue_type<T>::type __mf_rvalue(T& x) {
+  return x;
+}
+template <class T>
+inline __attribute__((always_inline)) typename __mf_rvalue_type<T>::type __mf_rvalue(const T& x) {
+  return x;
+}
+// Implicit copy constructors take generic references, which cannot bind to
+// constant memory; copy its bytes instead (the arms are trivially copyable).
+template <class T>
+inline __attribute__((always_inline)) T __mf_rvalue(__constant T& x) {
+  return __builtin_bit_cast(T, x);
+}
+template <class T>
+inline __attribute__((always_inline)) T __mf_rvalue(const __constant T& x) {
+  return __builtin_bit_cast(T, x);
+}
+
+// ---- __mf_unprivate_t -----------------------------------------------------------
+// C++ for OpenCL types locals and parameters as `__private T` where Metal has
+// plain `T` (`thread` is the default); the lowering wraps every decltype(...)
+// so that this does not leak into template arguments such as
+// integral_constant<decltype(x), x>.
+template <class T>
+struct __mf_unprivate {
+  typedef T type;
+};
+template <class T>
+struct __mf_unprivate<__private T> {
+  typedef T type;
+};
+template <class T>
+using __mf_unprivate_t = typename __mf_unprivate<T>::type;
+
+// ---- __mf_reinterpret_ref -------------------------------------------------------
+// `thread` lowers to the generic address space, so reinterpret_cast<thread T&>
+// of a local would change the reference's address space, which clang-16
+// miscompiles (it crashes in code generation). Going through a generic
+// pointer is what the cast means anyway.
+template <class R>
+struct __mf_referent {
+  typedef R type;
+};
+template <class R>
+struct __mf_referent<R&> {
+  typedef R type;
+};
+template <class R, class S>
+inline __attribute__((always_inline)) R __mf_reinterpret_ref(S& source) {
+  return *(typename __mf_referent<R>::type*)(__generic void*)(&source);
+}
