@@ -52,7 +52,8 @@ std::string describe_kernels(const cpu::Module& module) {
   return fmt::format("kernels in the file: {}", fmt::join(names, ", "));
 }
 
-void check_buffers(const cpu::KernelSignature& kernel, const std::vector<ExecBuffer>& buffers) {
+void check_buffers(const cpu::Module& module, const cpu::KernelSignature& kernel,
+                   const std::vector<ExecBuffer>& buffers) {
   auto params = params_of(kernel, cpu::KernelParam::Kind::buffer);
   for (const ExecBuffer& b : buffers) {
     const cpu::KernelParam* p = param_at(params, b.index);
@@ -69,7 +70,7 @@ void check_buffers(const cpu::KernelSignature& kernel, const std::vector<ExecBuf
   std::vector<std::string> missing;
   for (const cpu::KernelParam* p : params) {
     bool given = std::any_of(buffers.begin(), buffers.end(), [&](const ExecBuffer& b) { return b.index == p->index; });
-    if (!given) missing.push_back(declaration(*p, "buffer"));
+    if (!given && module.parameter_present(*p)) missing.push_back(declaration(*p, "buffer"));
   }
   if (!missing.empty())
     throw UserError(fmt::format("kernel `{}` needs a --buffer INDEX=FILE.npy for {}", kernel.name,

@@ -25,7 +25,8 @@ std::string describe_kernels(const cpu::Module& module);
 
 // Every --buffer index is a [[buffer(n)]] of `kernel`, every buffer parameter
 // is given, and each file's dtype and element count fit the parameter type.
-void check_buffers(const cpu::KernelSignature& kernel, const std::vector<ExecBuffer>& buffers);
+void check_buffers(const cpu::Module& module, const cpu::KernelSignature& kernel,
+                   const std::vector<ExecBuffer>& buffers);
 
 // Every --threadgroup-bytes index is a [[threadgroup(n)]] of `kernel`, every
 // threadgroup parameter gets a size, and sizes are multiples of 16 (Metal's

@@ -170,7 +170,7 @@ int run_exec(const ExecArgs& args) {
   if (!kernel)
     throw UserError(fmt::format("{} has no kernel `{}`; {}", args.file, args.entry, describe_kernels(*module)));
   check_constants(*module, options.constants);
-  check_buffers(*kernel, buffers);
+  check_buffers(*module, *kernel, buffers);
   check_threadgroup_bytes(*kernel, launch.threadgroup_bytes);
   prepare_out_dir(args.out_dir);  // last check: a run that was refused leaves nothing behind
 

@@ -79,7 +79,7 @@ TEST(Lowering, ExtractsKernelSignature) {
   EXPECT_EQ(k.params[3].kind, KernelParam::Kind::builtin);
   EXPECT_EQ(k.params[3].attribute, "thread_position_in_grid");
   EXPECT_THAT(out.text, HasSubstr("extern \"C\" void __mf_kernel_saxpy(const __mf_launch_args* __mf_a)"));
-  EXPECT_THAT(out.text, HasSubstr("*(__constant float*)(__mf_a->buffers[2])"));
+  EXPECT_THAT(out.text, HasSubstr("*(const __constant float*)(__mf_a->buffers[2])"));
   EXPECT_THAT(out.text, HasSubstr("__mf_thread_id<uint>(__mf_a->thread_position_in_grid)"));
   EXPECT_THAT(out.text, HasSubstr("(ushort)(__mf_a->thread_index_in_simdgroup)"));
 }
@@ -148,7 +148,7 @@ TEST(Lowering, TemplatedKernelsRunThroughTheirHostNamedInstantiations) {
   EXPECT_EQ(out.kernels[1].params[0].type, "device half*");
   EXPECT_THAT(out.text, HasSubstr("void __mf_kernel_scale_f32(const __mf_launch_args* __mf_a) {\n  scale<float,2>("
                                   "(__global float*)(__mf_a->buffers[0])"));
-  EXPECT_THAT(out.text, HasSubstr("*(__constant half*)(__mf_a->buffers[1])"));
+  EXPECT_THAT(out.text, HasSubstr("*(const __constant half*)(__mf_a->buffers[1])"));
   EXPECT_THAT(out.text, Not(HasSubstr("decltype")));
 }
 

@@ -40,8 +40,7 @@ void validate(const Module& module, const KernelSignature& kernel, const LaunchO
   }
   uint64_t threadgroup_total = 0;
   for (const KernelParam& p : kernel.params) {
-    bool gated_off = !p.function_constant.empty() &&
-                     !static_cast<const LoadedModule&>(module).constant_defined_true(p.function_constant);
+    bool gated_off = !module.parameter_present(p);
     if (p.kind == KernelParam::Kind::buffer && !bound.contains(p.index) && !gated_off)
       throw LaunchError(fmt::format("kernel {} needs buffer({}) for parameter '{} {}'", kernel.name, p.index, p.type,
                                     p.name));

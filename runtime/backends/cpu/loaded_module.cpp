@@ -62,8 +62,9 @@ abi::EntryFn LoadedModule::entry(std::string_view name) const {
   return reinterpret_cast<abi::EntryFn>(dlsym(handle_, (std::string(abi::kEntryPrefix) + std::string(name)).c_str()));
 }
 
-bool LoadedModule::constant_defined_true(const std::string& name) const {
-  return std::find(constants_true_.begin(), constants_true_.end(), name) != constants_true_.end();
+bool LoadedModule::parameter_present(const KernelParam& param) const {
+  return param.function_constant.empty() ||
+         std::find(constants_true_.begin(), constants_true_.end(), param.function_constant) != constants_true_.end();
 }
 
 }  // namespace mfagen::cpu

@@ -24,7 +24,7 @@ class LoadedModule final : public Module {
   bool instrumented() const override { return instrumented_; }
 
   abi::EntryFn entry(std::string_view name) const;
-  bool constant_defined_true(const std::string& name) const;
+  bool parameter_present(const KernelParam& param) const override;
   // Address ranges of the module's own image (program-scope `constant` data).
   const std::vector<std::pair<uintptr_t, uintptr_t>>& image_ranges() const { return image_ranges_; }
 

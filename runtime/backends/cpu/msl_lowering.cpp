@@ -8,13 +8,17 @@
 #include <optional>
 #include <set>
 
+#include <regex>
+
 #include "msl_tokens.h"
 
 namespace mfagen::cpu {
 namespace {
 
 const std::map<std::string_view, std::string_view> kAddressSpaces = {
-    {"device", "__global"}, {"constant", "__constant"}, {"threadgroup", "__local"}, {"thread", ""}};
+    // constant memory is read-only, so Metal treats `constant T*` as pointing to
+    // const T (llama.cpp passes `constant float[]` tables to `constant float*`).
+    {"device", "__global"}, {"constant", "const __constant"}, {"threadgroup", "__local"}, {"thread", ""}};  // see thread_points_to
 
 // OpenCL keywords that are ordinary identifiers in MSL.
 const std::set<std::string_view> kOpenClOnlyKeywords = {"global", "local", "generic", "pipe", "read_only",
@@ -70,11 +74,16 @@ class Lowering {
     find_kernels();
     lower_decltype();
     lower_reference_reinterpret_casts();
+    lower_function_pointer_template_parameters();
+    lower_short_vector_braces();
     lower_threadgroup_declarations();
     lower_vector_syntax();
     map_keywords();
     LoweredSource out;
-    out.text = join_tokens(tokens_);
+    // Metal has function pointers (llama.cpp passes dequantizers as template
+    // arguments); `mfagen check` keeps rejecting them in generated kernels.
+    out.text = "#pragma OPENCL EXTENSION __cl_clang_function_pointers : enable\n";
+    out.text += join_tokens(tokens_);
     out.text += "\n# 1 \"<mfagen entry thunks>\"\n";
     for (const Kernel& k : kernels_) out.text += k.thunk;
     for (const Kernel& k : kernels_) out.kernels.push_back(k.signature);
@@ -215,8 +224,11 @@ class Lowering {
   void lower_decltype() {
     for (size_t k = 0; k + 2 < count(); ++k) {
       if (!is(k, "decltype") || !is(k + 1, "(") || is(k + 2, "auto") || in_attribute_[k]) continue;
+      size_t close = matching(k + 1);
+      // decltype(f<...>) names a function type (llama.cpp's kernel typedefs); leave it.
+      if (is_identifier(k + 2) && is(k + 3, "<") && matching(k + 3) + 1 == close) continue;
       replace(k, "__mf_unprivate_t<decltype");
-      replace(matching(k + 1), ")> ");
+      replace(close, ")> ");
     }
   }
 
@@ -232,6 +244,43 @@ class Lowering {
       for (size_t j = k + 2; j < close; ++j)
         shared_space |= is(j, "device") || is(j, "constant") || is(j, "threadgroup");
       if (!shared_space) replace(k, "__mf_reinterpret_ref");
+    }
+  }
+
+  // clang-16's C++ for OpenCL rejects every argument for a pointer-to-function
+  // template parameter (`template <void (*deq)(...)>`, llama.cpp's
+  // dequantizers); a reference-to-function parameter takes the same function
+  // names and is called the same way.
+  void lower_function_pointer_template_parameters() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (!is(k, "template") || !is(k + 1, "<")) continue;
+      size_t close = matching(k + 1);
+      for (size_t j = k + 2; j + 3 < close; ++j)
+        if (is(j, "(") && is(j + 1, "*") && is_identifier(j + 2) && is(j + 3, ")") && is(j + 4, "("))
+          replace(j + 1, "&");
+    }
+  }
+
+  // `float4 acc = {0.f};`: Metal zero-fills the elements a brace list leaves
+  // out, C++ for OpenCL rejects the short list. Declarations of builtin
+  // vector types with a brace initializer become __mf_vector_braces<T>(...)
+  // (mfagen_standin/lowering_support.h), which does what Metal does.
+  void lower_short_vector_braces() {
+    static const std::regex vector_type("(float|half|int|uint|short|ushort|char|uchar|long|ulong)[234]");
+    for (size_t k = 0; k + 3 < count(); ++k) {
+      if (!is_identifier(k) || !std::regex_match(std::string(text(k)), vector_type)) continue;
+      // `float4 a = {0.f}, b = {0.f};`: every declarator of the declaration.
+      for (size_t name = k + 1; is_identifier(name) && is(name + 1, "=") && is(name + 2, "{");) {
+        size_t close = matching(name + 2);
+        bool nested = false;
+        for (size_t j = name + 3; j < close; ++j) nested |= is(j, "{");
+        if (!nested) {
+          replace(name + 2, fmt::format("__mf_vector_braces<{}>(", text(k)));
+          replace(close, ")");
+        }
+        if (!is(close + 1, ",")) break;
+        name = close + 2;
+      }
     }
   }
 
@@ -623,9 +672,33 @@ class Lowering {
   void map_keywords() {
     for (size_t k = 0; k < count(); ++k) {
       if (in_attribute_[k] || !is_identifier(k)) continue;
+      if (is(k, "thread")) {
+        replace(k, thread_points_to(k) ? "__generic" : "");
+        continue;
+      }
       auto space = kAddressSpaces.find(text(k));
       if (space != kAddressSpaces.end()) replace(k, std::string(space->second));
     }
+  }
+
+  // Metal's default address space is `thread`; C++ for OpenCL's is generic
+  // with private locals. `thread` therefore lowers to nothing (locals stay
+  // private; `thread` methods, references and the temporaries bound to them
+  // behave as in Metal) except before a pointer declarator, where the
+  // explicit __generic lets `thread T*` deduce T = float from a local's
+  // `__private float*` (clang deduces `__private float` for a bare `T*`).
+  bool thread_points_to(size_t k) const {
+    size_t j = k + 1;
+    while (j < count()) {
+      if (is(j, "<")) {
+        j = matching(j) + 1;
+      } else if (is_identifier(j) || is(j, "::")) {
+        ++j;
+      } else {
+        break;
+      }
+    }
+    return is(j, "*");
   }
 
   std::vector<Token> tokens_;

@@ -3,7 +3,8 @@
 //   __mf_rvalue(x)              a prvalue copy of an lvalue in any address
 //                               space (runtime/backends/cpu/conditional_repair.h);
 //   __mf_unprivate_t<T>         T without a top-level __private (wraps decltype);
-//   __mf_reinterpret_ref<R&>(x) reinterpret_cast<R&>(x) for thread references.
+//   __mf_reinterpret_ref<R&>(x) reinterpret_cast<R&>(x) for thread references;
+//   __mf_vector_braces<V>(a...) `V v = {a...};` with fewer elements than V.
 #pragma once
 
 // ---- __mf_rvalue --------------------------------------------------------------
@@ -93,4 +94,17 @@ struct __mf_referent<R&> {
 template <class R, class S>
 inline __attribute__((always_inline)) R __mf_reinterpret_ref(S& source) {
   return *(typename __mf_referent<R>::type*)(__generic void*)(&source);
+}
+
+// ---- __mf_vector_braces -----------------------------------------------------------
+// `float4 acc = {0.f};` (llama.cpp): the leading elements from the list, the
+// rest zero, as Metal does; C++ for OpenCL wants every element.
+template <class V, class... A>
+inline __attribute__((always_inline)) V __mf_vector_braces(A... values) {
+  static_assert(sizeof...(A) <= sizeof(V) / sizeof(V{}[0]), "too many elements in vector initialization");
+  V v;
+  for (int i = 0; i < int(sizeof(V) / sizeof(v[0])); ++i) v[i] = 0;
+  int i = 0;
+  ((v[i++] = values), ...);
+  return v;
 }

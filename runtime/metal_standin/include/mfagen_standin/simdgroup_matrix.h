@@ -81,7 +81,8 @@ typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 
-template <class T, int Cols, int Rows>
+// Rows defaults to Cols, as in Metal (llama.cpp writes make_filled_simdgroup_matrix<T, 8>(v)).
+template <class T, int Cols, int Rows = Cols>
 METAL_FUNC simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
   simdgroup_matrix<T, Cols, Rows> m;
   m.__mf_elems[0] = value;

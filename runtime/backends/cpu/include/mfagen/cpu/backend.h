@@ -101,6 +101,9 @@ class Module {
   virtual const std::vector<KernelSignature>& kernels() const = 0;
   virtual const std::vector<FunctionConstant>& function_constants() const = 0;
   virtual bool instrumented() const = 0;
+  // Whether a parameter exists in this compile: `[[buffer(n), function_constant(c)]]`
+  // arguments exist only when c was given as true (Metal drops them otherwise).
+  virtual bool parameter_present(const KernelParam& param) const = 0;
   const KernelSignature* find(std::string_view name) const;
 };
 
