@@ -676,9 +676,31 @@ class Lowering {
         replace(k, thread_points_to(k) ? "__generic" : "");
         continue;
       }
+      // A method qualifier (`complex64_t(T x) const constant`, MLX) takes no
+      // extra const; on a constructor, Metal accepts `const`, clang does not.
+      if (is(k, "constant") && k > 0 && (is(k - 1, ")") || is(k - 1, "const"))) {
+        replace(k, "__constant");
+        if (is(k - 1, "const") && k > 1 && is(k - 2, ")") && is_constructor_declarator(k - 2)) replace(k - 1, "");
+        continue;
+      }
       auto space = kAddressSpaces.find(text(k));
       if (space != kAddressSpaces.end()) replace(k, std::string(space->second));
     }
+  }
+
+  // Whether the parameter list closed at `close` declares a constructor: its
+  // name follows a specifier or the end of a member, not a return type.
+  bool is_constructor_declarator(size_t close) const {
+    int depth = 0;
+    size_t open = close;
+    for (; open > 0; --open) {
+      if (is(open, ")")) ++depth;
+      if (is(open, "(") && --depth == 0) break;
+    }
+    if (open < 2 || !is_identifier(open - 1)) return false;
+    size_t before = open - 2;
+    return is(before, "constexpr") || is(before, "explicit") || is(before, "inline") || is(before, ")") ||
+           is(before, ";") || is(before, "{") || is(before, "}") || is(before, ":");
   }
 
   // Metal's default address space is `thread`; C++ for OpenCL's is generic

@@ -7,6 +7,7 @@ using namespace metal;
 
 constant bool has_bias [[function_constant(0)]];
 constant float kTable[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+constant style::Complex kHalf(0.5f);
 
 // llama.cpp passes `constant` tables to `constant T*` parameters.
 METAL_FUNC float table_sum(int n, constant float* table) {
@@ -49,6 +50,8 @@ kernel void scalar_idioms(device const bfloat* b [[buffer(0)]],
   constexpr auto seven = style::Int<3>{} + style::Int<4>{};
   out[7] = decltype(seven)::value;
   out[8] = is_accumulator<float> && !is_accumulator<half> ? 1.0f : 0.0f;
+  style::Complex two(2.0f);
+  out[9] = kHalf.re + two.re;
 }
 
 // An 8x8 float matmul, one simdgroup, through Fragment::mma; MLX-style

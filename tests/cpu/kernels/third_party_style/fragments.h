@@ -25,6 +25,13 @@ constexpr constant bool is_accumulator = _disjunction<metal::is_same<T, float>, 
 namespace style {
 using namespace metal;
 
+// Constructors qualified for constant memory, as MLX's complex64_t has.
+struct Complex {
+  float re, im;
+  constexpr Complex(float x) const constant : re(x), im(0) {}
+  constexpr Complex(float x) : re(x), im(0) {}
+};
+
 template <typename T, T v>
 struct integral_constant {
   static constant constexpr T value = v;
