@@ -55,6 +55,16 @@ TEST(Lowering, ThreadReferenceReinterpretCastsGoThroughAGenericPointer) {
   EXPECT_THAT(out.text, HasSubstr("reinterpret_cast<float2*>(&v)"));
 }
 
+TEST(Lowering, CastsToTemplateTypeParametersDecideAtInstantiation) {
+  auto out = lower("template <typename T4, int N>\n"
+                   "T4 f(float4 x) { T4 a = (T4)x; return a + T4(x) + (T4)(x) * sizeof(T4) + (N)x.x; }\n");
+  EXPECT_THAT(out.text, HasSubstr("T4 a = ::metal::__mf_dep_cast<T4>{} ->*x;"));
+  EXPECT_THAT(out.text, HasSubstr("::metal::__mf_dep_ctor<T4>(x)"));
+  EXPECT_THAT(out.text, HasSubstr("::metal::__mf_dep_cast<T4>{} ->*(x)"));
+  EXPECT_THAT(out.text, HasSubstr("sizeof(T4)"));
+  EXPECT_THAT(out.text, HasSubstr("(N)x.x")) << "N is not a type";
+}
+
 TEST(Lowering, KernelAttributeListWithMaxTotalThreads) {
   auto out = lower("[[kernel, max_total_threads_per_threadgroup(128)]] void k(device float* a [[buffer(0)]]) {}\n");
   ASSERT_EQ(out.kernels.size(), 1u);

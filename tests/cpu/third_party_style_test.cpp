@@ -79,5 +79,14 @@ TEST(ThirdPartyStyle, MatrixBlocksThroughHalf4x4) {
     }
 }
 
+TEST(ThirdPartyStyle, CastsToATemplateVectorTypeConvertValues) {
+  auto module = compile_style(false);
+  std::vector<float> src = {1.5f, -2.0f, 3.25f, 0.125f, 100.0f, -0.5f, 6.0f, 1024.0f}, dst(8, 0.0f);
+  auto result = run(*module, "dependent_vectors_half4", {2, 1, 1}, {1, 1, 1}, {bind(0, src), bind(1, dst)});
+  EXPECT_TRUE(IsClean(result));
+  for (size_t i = 0; i < src.size(); ++i)  // every intermediate is exact in half
+    EXPECT_EQ(dst[i], 0.5f * src[i] + 2.0f * src[i]) << "element " << i;
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -12,7 +12,7 @@
 #include <optional>
 #include <sstream>
 
-#include "conditional_repair.h"
+#include "diagnostic_repair.h"
 #include "loaded_module.h"
 #include "msl_lowering.h"
 #include "subprocess.h"
@@ -93,11 +93,11 @@ void build_shared_object(const std::string& lowered, const fs::path& object, boo
   argv.insert(argv.end(), {"-o", temp_object.string(), source.string()});
   ProcessResult result = run_process(argv);
   if (result.exit_code != 0) {
-    // Metal accepts `?:` between class-type arms in different address spaces; clang does not.
+    // Valid MSL that only clang's type checker rejects (diagnostic_repair.h).
     std::vector<std::string> syntax_flags = kLanguageFlags;
     syntax_flags.insert(syntax_flags.end(), {"-Xclang", "-ffake-address-space-map"});
     std::optional<std::string> repaired =
-        repair_address_space_conditionals(lowered, syntax_flags, unique_temp(dir, "repair", ".cl").string());
+        repair_from_diagnostics(lowered, syntax_flags, unique_temp(dir, "repair", ".cl").string());
     if (repaired) {
       std::ofstream(source, std::ios::binary | std::ios::trunc) << *repaired;
       ProcessResult retried = run_process(argv);

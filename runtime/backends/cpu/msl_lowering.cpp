@@ -76,6 +76,7 @@ class Lowering {
     lower_reference_reinterpret_casts();
     lower_function_pointer_template_parameters();
     lower_short_vector_braces();
+    lower_dependent_casts();
     lower_threadgroup_declarations();
     lower_vector_syntax();
     map_keywords();
@@ -258,6 +259,47 @@ class Lowering {
       for (size_t j = k + 2; j + 3 < close; ++j)
         if (is(j, "(") && is(j + 1, "*") && is_identifier(j + 2) && is(j + 3, ")") && is(j + 4, "("))
           replace(j + 1, "&");
+    }
+  }
+
+  // `(T)x` and `T(x)` inside a template whose type parameter T may turn out
+  // to be a vector (llama.cpp: `(q4_t) q4[i]`, `s2_t(x)` with q4_t = half4):
+  // clang would bit-cast or reject them, Metal converts values. They become
+  // `::metal::__mf_dep_cast<T>{} ->* x` and `::metal::__mf_dep_ctor<T>(x)`,
+  // which decide at instantiation (mfagen_standin/conversions.h).
+  void lower_dependent_casts() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (!is(k, "template") || !is(k + 1, "<")) continue;
+      // The stand-in spells its own conversions out (and implements these).
+      if (at(k).file.find("/mfagen_standin/") != std::string::npos) continue;
+      size_t close = matching(k + 1);
+      std::set<std::string, std::less<>> type_parameters;
+      for (size_t j = k + 2; j + 1 < close; ++j)
+        if ((is(j, "typename") || is(j, "class")) && is_identifier(j + 1) && !is(j + 1, "...") &&
+            (is(j + 2, ",") || is(j + 2, "=") || j + 2 == close))
+          type_parameters.emplace(text(j + 1));
+      if (type_parameters.empty()) continue;
+      size_t body = close + 1;
+      for (int depth = 0; body < count(); ++body) {
+        if (is(body, "(") || is(body, "[")) ++depth;
+        if (is(body, ")") || is(body, "]")) --depth;
+        if (depth == 0 && (is(body, "{") || is(body, ";"))) break;
+      }
+      if (!is(body, "{")) continue;
+      size_t end = matching(body);
+      for (size_t j = body; j + 3 < end; ++j) {
+        bool functional = type_parameters.contains(text(j)) && is(j + 1, "(") && !is(j - 1, ".") &&
+                          !is(j - 1, "->") && !is(j - 1, "::") && !is(j - 1, "operator");
+        if (functional) {  // T(args...)
+          replace(j, fmt::format("::metal::__mf_dep_ctor<{}>", text(j)));
+          continue;
+        }
+        if (!is(j, "(") || !is(j + 2, ")") || !type_parameters.contains(text(j + 1))) continue;
+        if (!is_cast_context(j, j + 3)) continue;
+        replace(j, "");
+        replace(j + 1, fmt::format("::metal::__mf_dep_cast<{}>{{}} ->*", text(j + 1)));
+        replace(j + 2, "");
+      }
     }
   }
 

@@ -90,3 +90,18 @@ kernel void matrix_blocks(device const float4x4* blocks [[buffer(0)]],
 }
 typedef decltype(matrix_blocks<half4x4>) matrix_blocks_t;
 template [[host_name("matrix_blocks_half")]] kernel matrix_blocks_t matrix_blocks<half4x4>;
+
+// llama.cpp-style template over a vector type: `(T4)x` and `T4(x)` convert
+// values (clang alone would bit-cast or reject them), and `float * half4`
+// converts the scalar to the element type, as Metal does.
+template <typename T4>
+kernel void dependent_vectors(device const float4* src [[buffer(0)]],
+                              device float4* dst [[buffer(1)]],
+                              uint i [[thread_position_in_grid]]) {
+  T4 v = (T4)src[i];
+  T4 w = T4(src[i] * 2.0f);
+  float slope = 0.5f;
+  dst[i] = float4(slope * v + w);
+}
+typedef decltype(dependent_vectors<half4>) dependent_vectors_t;
+template [[host_name("dependent_vectors_half4")]] kernel dependent_vectors_t dependent_vectors<half4>;

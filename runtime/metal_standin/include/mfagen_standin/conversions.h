@@ -143,6 +143,32 @@ METAL_FUNC auto operator->*(__mf_vec_cast_chain<Vs...>, X x) {
   return __mf_vec_chain_apply<Vs...>(x);
 }
 
+// (T)x where T is a template type parameter (the lowering cannot tell whether
+// it names a vector): a value conversion when T is a vector, as for (float4)x,
+// and C's cast otherwise. A cast of a cast of a dependent type, (T)(U)x, is
+// a compile error here rather than a wrong result.
+template <class T>
+struct __mf_dep_cast {};
+template <class T>
+struct __mf_is_cast_tag<__mf_dep_cast<T>> {
+  static constexpr bool value = true;
+};
+template <class T, class X, ::__mf_if<!__mf_is_cast_tag<X>::value> = 0>
+METAL_FUNC decltype(auto) operator->*(__mf_dep_cast<T>, X x) {
+  if constexpr (::__mf_vt<T>::is_vec)
+    return __mf_vec_cast_apply<::__mf_unqual<T>>(x);
+  else
+    return (T)x;
+}
+// T(args...) for the same T: Metal's vector constructor when T is a vector.
+template <class T, class... A>
+METAL_FUNC decltype(auto) __mf_dep_ctor(A&&... args) {
+  if constexpr (::__mf_vt<T>::is_vec)
+    return __mf_vec_ctor<::__mf_unqual<T>>(static_cast<A&&>(args)...);
+  else
+    return T(static_cast<A&&>(args)...);
+}
+
 // Bit reinterpretation; sizes must match.
 template <class T, class U>
 METAL_FUNC constexpr T as_type(U x) {

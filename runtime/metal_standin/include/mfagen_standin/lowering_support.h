@@ -1,7 +1,7 @@
 // Metal stand-in: helpers that only the cpu backend inserts into lowered
 // code, where C++ for OpenCL's address-space rules differ from Metal's:
 //   __mf_rvalue(x)              a prvalue copy of an lvalue in any address
-//                               space (runtime/backends/cpu/conditional_repair.h);
+//                               space (runtime/backends/cpu/diagnostic_repair.h);
 //   __mf_unprivate_t<T>         T without a top-level __private (wraps decltype);
 //   __mf_reinterpret_ref<R&>(x) reinterpret_cast<R&>(x) for thread references;
 //   __mf_vector_braces<V>(a...) `V v = {a...};` with fewer elements than V.

@@ -1,4 +1,4 @@
-#include "conditional_repair.h"
+#include "diagnostic_repair.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,12 +19,14 @@ struct Position {
   int column = 0;  // 1-based, in bytes
 };
 
-struct Arm {
+// An expression clang rejected, to be wrapped in `prefix` ... `)`.
+struct Wrap {
   Position begin;
-  Position end;  // one past the arm's last character
-  bool operator<(const Arm& o) const {
-    return std::tie(begin.line, begin.column, end.line, end.column) <
-           std::tie(o.begin.line, o.begin.column, o.end.line, o.end.column);
+  Position end;  // one past the expression's last character
+  std::string prefix;
+  bool operator<(const Wrap& o) const {
+    return std::tie(begin.line, begin.column, end.line, end.column, prefix) <
+           std::tie(o.begin.line, o.begin.column, o.end.line, o.end.column, o.prefix);
   }
 };
 
@@ -79,14 +81,28 @@ bool names_address_space(const std::string& type) {
   return false;
 }
 
-// The arms clang rejected, or nullopt if any error is of another kind.
-std::optional<std::set<Arm>> rejected_arms(const std::string& diagnostics, const std::string& file) {
-  // file:L:C:{L:C-L:C}{L:C-L:C}: error: incompatible operand types ('A' [(aka 'A2')] and 'B' [(aka 'B2')])
+// The element type of a vector type as clang prints it: `half
+// __attribute__((ext_vector_type(4)))` or a typedef such as `half4`.
+std::optional<std::string> vector_element(const std::string& type) {
+  static const std::regex attribute(R"(^(?:const )?(\w+) __attribute__\(\(ext_vector_type\(\d+\)\)\)$)");
+  static const std::regex name(R"(^(?:const )?(float|half|int|uint|short|ushort|char|uchar|long|ulong)[234]$)");
+  std::smatch m;
+  if (std::regex_match(type, m, attribute) || std::regex_match(type, m, name)) return m[1].str();
+  return std::nullopt;
+}
+
+// The expressions to wrap for every error clang reported, or nullopt if any
+// error is of another kind.
+std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostics, const std::string& file) {
+  // file:L:C:{L:C-L:C}{L:C-L:C}: error: MESSAGE (one range per operand)
   static const std::regex error_line(R"(^(.*):\d+:\d+:((?:\{\d+:\d+-\d+:\d+\})*): (?:fatal )?error: (.*)$)");
   static const std::regex incompatible(
       R"(^incompatible operand types \('([^']*)'(?: \(aka '([^']*)'\))? and '([^']*)'(?: \(aka '([^']*)'\))?\)$)");
+  static const std::regex scalar_rank(
+      R"(^scalar operand type has greater rank than the type of the vector element\. )"
+      R"(\('([^']*)'(?: \(vector of \d+ '[^']*' values\))? and '([^']*)'(?: \(vector of \d+ '[^']*' values\))?\)$)");
   static const std::regex range(R"(\{(\d+):(\d+)-(\d+):(\d+)\})");
-  std::set<Arm> arms;
+  std::set<Wrap> wraps;
   std::istringstream lines(diagnostics);
   std::string line;
   bool any_error = false;
@@ -94,31 +110,41 @@ std::optional<std::set<Arm>> rejected_arms(const std::string& diagnostics, const
     std::smatch m, types;
     if (!std::regex_match(line, m, error_line)) continue;
     any_error = true;
-    const std::string message = m[3];
-    if (m[1] != file || !std::regex_match(message, types, incompatible)) return std::nullopt;
-    const std::string a = types[2].matched ? types[2] : types[1];
-    const std::string b = types[4].matched ? types[4] : types[3];
-    if (unqualified(a) != unqualified(b)) return std::nullopt;  // genuinely different types: Metal rejects too
-    const std::string ranges = m[2];
-    std::vector<Arm> both;
+    if (m[1] != file) return std::nullopt;
+    const std::string message = m[3], ranges = m[2];
+    std::vector<Wrap> operands;
     for (std::sregex_iterator r(ranges.begin(), ranges.end(), range), end; r != end; ++r)
-      both.push_back(Arm{{std::stoi((*r)[1]), std::stoi((*r)[2])}, {std::stoi((*r)[3]), std::stoi((*r)[4])}});
-    if (both.size() != 2) return std::nullopt;
-    bool wrapped = false;
-    for (int k = 0; k < 2; ++k) {
-      if (names_address_space(k == 0 ? a : b)) {
-        arms.insert(both[k]);
+      operands.push_back(Wrap{{std::stoi((*r)[1]), std::stoi((*r)[2])}, {std::stoi((*r)[3]), std::stoi((*r)[4])}, ""});
+    if (operands.size() != 2) return std::nullopt;
+    if (std::regex_match(message, types, incompatible)) {
+      const std::string a = types[2].matched ? types[2] : types[1];
+      const std::string b = types[4].matched ? types[4] : types[3];
+      if (unqualified(a) != unqualified(b)) return std::nullopt;  // genuinely different types: Metal rejects too
+      bool wrapped = false;
+      for (int k = 0; k < 2; ++k) {
+        if (!names_address_space(k == 0 ? a : b)) continue;
+        operands[k].prefix = "__mf_rvalue(";
+        wraps.insert(operands[k]);
         wrapped = true;
       }
+      if (!wrapped) return std::nullopt;
+    } else if (std::regex_match(message, types, scalar_rank)) {
+      // Operands in source order; the one that is not a vector is the scalar.
+      std::optional<std::string> first = vector_element(types[1]), second = vector_element(types[2]);
+      if (bool(first) == bool(second)) return std::nullopt;
+      Wrap scalar = operands[first ? 1 : 0];
+      scalar.prefix = "static_cast<" + (first ? *first : *second) + ">(";
+      wraps.insert(scalar);
+    } else {
+      return std::nullopt;
     }
-    if (!wrapped) return std::nullopt;
   }
-  if (!any_error || arms.empty()) return std::nullopt;
-  return arms;
+  if (!any_error || wraps.empty()) return std::nullopt;
+  return wraps;
 }
 
-// Wraps each arm in __mf_rvalue(...); nullopt if a position is out of range.
-std::optional<std::string> wrap_arms(const std::string& text, const std::set<Arm>& arms) {
+// Applies the wraps; nullopt if a position is out of range.
+std::optional<std::string> apply_wraps(const std::string& text, const std::set<Wrap>& wraps) {
   // Non-marker lines are byte-identical in the checked text, so positions carry over.
   std::vector<size_t> starts = line_starts(text);
   auto offset = [&](Position p) -> std::optional<size_t> {
@@ -129,13 +155,14 @@ std::optional<std::string> wrap_arms(const std::string& text, const std::set<Arm
   struct Insertion {
     size_t at;
     bool opens;
+    std::string text;
   };
   std::vector<Insertion> insertions;
-  for (const Arm& arm : arms) {
-    std::optional<size_t> begin = offset(arm.begin), end = offset(arm.end);
+  for (const Wrap& wrap : wraps) {
+    std::optional<size_t> begin = offset(wrap.begin), end = offset(wrap.end);
     if (!begin || !end || *end <= *begin) return std::nullopt;
-    insertions.push_back({*begin, true});
-    insertions.push_back({*end, false});
+    insertions.push_back({*begin, true, wrap.prefix});
+    insertions.push_back({*end, false, ")"});
   }
   // Insert back to front; at one offset openers go in first so that closers
   // (inserted later, hence in front of them) end the previous arm.
@@ -143,7 +170,7 @@ std::optional<std::string> wrap_arms(const std::string& text, const std::set<Arm
     return x.at != y.at ? x.at > y.at : x.opens > y.opens;
   });
   std::string wrapped = text;
-  for (const Insertion& i : insertions) wrapped.insert(i.at, i.opens ? "__mf_rvalue(" : ")");
+  for (const Insertion& i : insertions) wrapped.insert(i.at, i.text);
   return wrapped;
 }
 
@@ -153,9 +180,8 @@ constexpr int kMaxRounds = 16;
 
 }  // namespace
 
-std::optional<std::string> repair_address_space_conditionals(const std::string& lowered,
-                                                             const std::vector<std::string>& flags,
-                                                             const std::string& scratch_file) {
+std::optional<std::string> repair_from_diagnostics(const std::string& lowered, const std::vector<std::string>& flags,
+                                                   const std::string& scratch_file) {
   std::vector<std::string> argv = {toolchain().clang};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-fsyntax-only", "-w", "-ferror-limit=0", "-fno-color-diagnostics",
@@ -166,9 +192,9 @@ std::optional<std::string> repair_address_space_conditionals(const std::string& 
     ProcessResult result = run_process(argv);
     std::filesystem::remove(scratch_file);
     if (result.exit_code == 0) return round == 0 ? std::nullopt : std::optional(text);
-    std::optional<std::set<Arm>> arms = rejected_arms(result.output, scratch_file);
-    if (!arms) return std::nullopt;
-    std::optional<std::string> wrapped = wrap_arms(text, *arms);
+    std::optional<std::set<Wrap>> wraps = rejected_expressions(result.output, scratch_file);
+    if (!wraps) return std::nullopt;
+    std::optional<std::string> wrapped = apply_wraps(text, *wraps);
     if (!wrapped) return std::nullopt;
     text = std::move(*wrapped);
   }

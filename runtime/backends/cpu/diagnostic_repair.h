@@ -1,0 +1,32 @@
+// Repairs the places where C++ for OpenCL rejects valid MSL for reasons that
+// only its type checker can see, driven by clang's own diagnostics so that
+// exactly the rejected expressions change and nothing else:
+//
+//  - a conditional whose arms are one class type in different address
+//    spaces, e.g. `i < n ? src[i] : bfloat(0)` with `src` a device pointer
+//    (MLX's loaders): Metal gives a prvalue, clang rejects it ("incompatible
+//    operand types ('const __global bfloat' and 'bfloat')"). Each arm naming
+//    an address space is wrapped in __mf_rvalue(...) (a prvalue copy,
+//    mfagen_standin/lowering_support.h), inside the arm, so evaluation order
+//    and short-circuiting are unchanged;
+//  - a scalar of higher rank than a vector's elements, e.g. `float * half4`
+//    (llama.cpp): Metal converts the scalar to the element type ("the scalar
+//    may also be subject to the usual arithmetic conversion to the element
+//    type"), clang rejects it. The scalar operand is wrapped in
+//    static_cast<ELEMENT>(...).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mfagen::cpu {
+
+// `lowered` failed to compile with `flags` (the build's language flags).
+// Returns the repaired text when every error clang reports, round after round
+// (a repair can expose an enclosing expression), is one of the kinds above,
+// and nullopt otherwise (the caller reports the original error).
+std::optional<std::string> repair_from_diagnostics(const std::string& lowered, const std::vector<std::string>& flags,
+                                                   const std::string& scratch_file);
+
+}  // namespace mfagen::cpu
