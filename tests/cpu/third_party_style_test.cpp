@@ -17,7 +17,7 @@ std::shared_ptr<const cpu::Module> compile_style(bool has_bias) {
 TEST(ThirdPartyStyle, ScalarIdiomsWithoutTheGatedBuffer) {
   auto module = compile_style(false);
   std::vector<uint16_t> b = {0x3fc0, 0x4000};  // bfloat 1.5, 2.0
-  std::vector<float> out(10, 10.0f);
+  std::vector<float> out(11, 10.0f);
   // has_bias is false: the [[function_constant(has_bias)]] buffer does not exist.
   auto result = run(*module, "scalar_idioms", {1, 1, 1}, {1, 1, 1}, {bind(0, b), bind(1, out)});
   EXPECT_TRUE(IsClean(result));
@@ -31,12 +31,13 @@ TEST(ThirdPartyStyle, ScalarIdiomsWithoutTheGatedBuffer) {
   EXPECT_EQ(out[7], 7.0f) << "integral_constant<decltype(local), local>";
   EXPECT_EQ(out[8], 1.0f) << "_disjunction under #pragma METAL internals";
   EXPECT_EQ(out[9], 2.5f) << "a `const constant` constructor for a program-scope constant";
+  EXPECT_EQ(out[10], 1.5f + 2.25f + 4.0f + 8.0f) << "T deduced through an alias template over vec<T, 2>";
 }
 
 TEST(ThirdPartyStyle, ScalarIdiomsWithTheGatedBuffer) {
   auto module = compile_style(true);
   std::vector<uint16_t> b = {0x3fc0, 0x4000};
-  std::vector<float> out(10, 10.0f), bias = {2.5f};
+  std::vector<float> out(11, 10.0f), bias = {2.5f};
   auto result = run(*module, "scalar_idioms", {1, 1, 1}, {1, 1, 1}, {bind(0, b), bind(1, out), bind(2, bias)});
   EXPECT_TRUE(IsClean(result));
   EXPECT_EQ(out[6], 2.5f);

@@ -77,6 +77,7 @@ class Lowering {
     lower_function_pointer_template_parameters();
     lower_short_vector_braces();
     lower_dependent_casts();
+    lower_vec_in_alias_templates();
     lower_threadgroup_declarations();
     lower_vector_syntax();
     map_keywords();
@@ -259,6 +260,28 @@ class Lowering {
       for (size_t j = k + 2; j + 3 < close; ++j)
         if (is(j, "(") && is(j + 1, "*") && is_identifier(j + 2) && is(j + 3, ")") && is(j + 4, "("))
           replace(j + 1, "&");
+    }
+  }
+
+  // Metal's vec<T, N> deduces T and N; the stand-in's goes through a trait
+  // (so that vec<bfloat, N> and vec<bool, N>, which clang cannot make ext
+  // vectors of, exist) and does not. Alias templates over vec exist to be
+  // deduced through (MLX: `template <class U> using dtype_frag_t =
+  // typename metal::vec<U, 2>;` in `mma(thread dtype_frag_t<A>& a)`), so
+  // there vec is spelled as the ext vector itself: deducible, and a compile
+  // error for bfloat or bool elements rather than anything silent.
+  void lower_vec_in_alias_templates() {
+    for (size_t k = 0; k + 1 < count(); ++k) {
+      if (!is(k, "template") || !is(k + 1, "<")) continue;
+      if (at(k).file.find("/mfagen_standin/") != std::string::npos) continue;
+      size_t close = matching(k + 1);
+      if (!is(close + 1, "using") || !is_identifier(close + 2) || !is(close + 3, "=")) continue;
+      for (size_t j = close + 4; j + 1 < count() && !is(j, ";"); ++j) {
+        if (!is(j, "vec") || !is(j + 1, "<") || is(j - 1, ".") || is(j - 1, "->")) continue;
+        bool qualified = j >= 2 && is(j - 1, "::") && is(j - 2, "metal");
+        if (qualified) replace(j - 2, "");
+        replace(j, qualified ? "__mf_ext_vec" : "::__mf_ext_vec");
+      }
     }
   }
 

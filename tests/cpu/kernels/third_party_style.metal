@@ -52,6 +52,9 @@ kernel void scalar_idioms(device const bfloat* b [[buffer(0)]],
   out[8] = is_accumulator<float> && !is_accumulator<half> ? 1.0f : 0.0f;
   style::Complex two(2.0f);
   out[9] = kHalf.re + two.re;
+  half2 h = half2(1.5h, 2.25h);
+  float2 f = float2(4.0f, 8.0f);
+  out[10] = style::pair_sum(h) + style::pair_sum(f);  // A deduced as half, then float
 }
 
 // An 8x8 float matmul, one simdgroup, through Fragment::mma; MLX-style

@@ -45,6 +45,14 @@ METAL_FUNC constexpr auto operator+(integral_constant<T, a>, integral_constant<U
   return integral_constant<decltype(sum), sum>{};
 }
 
+// An alias template over vec exists to be deduced through (MLX's dtype_frag_t).
+template <typename U>
+using pair_t = typename metal::vec<U, 2>;
+template <typename A>
+METAL_FUNC float pair_sum(thread pair_t<A>& p) {
+  return float(p[0]) + float(p[1]);
+}
+
 // One lane's two elements of an 8x8 tile, Apple's layout.
 template <typename T>
 struct Fragment {
