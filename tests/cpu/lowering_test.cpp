@@ -121,6 +121,22 @@ TEST(Lowering, FunctionConstantsTakeTheLaunchValue) {
   EXPECT_EQ(out.function_constants[1].index, 4u);
 }
 
+TEST(Lowering, FunctionConstantIndexIsAnIntegerExpression) {
+  // llama.cpp: #define FC_MUL_MM 700 ... [[function_constant(FC_MUL_MM + 1)]]
+  auto out = lower("constant bool a [[function_constant(700 + 0)]];\nconstant bool b [[function_constant(700 + 1)]];\n"
+                   "constant bool c [[function_constant((2 + 3) * 4 - 0x1)]];\n");
+  ASSERT_EQ(out.function_constants.size(), 3u);
+  EXPECT_EQ(out.function_constants[0].index, 700u);
+  EXPECT_EQ(out.function_constants[1].index, 701u);
+  EXPECT_EQ(out.function_constants[2].index, 19u);
+}
+
+TEST(Lowering, FunctionConstantOfAnIntegerTypedefTakesItsBuiltinType) {
+  std::map<uint32_t, ConstantValue> constants = {{5, parse_constant_value("64", "int")}};
+  auto out = lower("constant int32_t ns10 [[function_constant(5)]];\n", constants);
+  EXPECT_THAT(out.text, HasSubstr("static constexpr __constant int32_t ns10 = (int32_t)(64);"));
+}
+
 TEST(Lowering, FunctionConstantTypeMismatchIsAnError) {
   std::map<uint32_t, ConstantValue> constants = {{0, parse_constant_value("1.5", "float")}};
   EXPECT_THROW(lower("constant int n [[function_constant(0)]];\n", constants), CompileError);
@@ -197,6 +213,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadSource{"double", "\nvoid f() { double x = 1; }", "k.metal:2: error: 'double' is not supported by Metal"},
         BadSource{"no_attribute", "kernel void k(device float* a, uint n) {}", "'n' needs an attribute"},
+        BadSource{"duplicate_function_constant",
+                  "constant bool a [[function_constant(4)]];\nconstant bool b [[function_constant(2 + 2)]];",
+                  "k.metal:2: error: function_constant index 4 is declared twice ('a' and 'b')"},
+        BadSource{"function_constant_not_constant", "constant bool a [[function_constant(n)]];",
+                  "function_constant index must be an integer constant expression"},
         BadSource{"duplicate_buffer",
                   "kernel void k(device float* a [[buffer(1)]], device float* b [[buffer(1)]]) {}",
                   "duplicate [[buffer(1)]]"},

@@ -8,8 +8,9 @@
 namespace mfagen::cputest {
 namespace {
 
-std::shared_ptr<const cpu::Module> compile_style(bool has_bias) {
+std::shared_ptr<const cpu::Module> compile_style(bool has_bias, bool instrument = true) {
   cpu::CompileOptions options;
+  options.instrument = instrument;
   options.constants[0] = cpu::parse_constant_value(has_bias ? "true" : "false", "bool");
   return cpu::compile_file(kernel_file("third_party_style.metal"), options);
 }
@@ -88,6 +89,21 @@ TEST(ThirdPartyStyle, CastsToATemplateVectorTypeConvertValues) {
   for (size_t i = 0; i < src.size(); ++i)  // every intermediate is exact in half
     EXPECT_EQ(dst[i], 0.5f * src[i] + 2.0f * src[i]) << "element " << i;
 }
+
+class ElementAlignedVectors : public ::testing::TestWithParam<bool> {};
+
+// With and without the detectors' instrumentation (`exec --no-detectors`).
+TEST_P(ElementAlignedVectors, LoadAndStoreWithoutFaulting) {
+  auto module = compile_style(false, GetParam());
+  int32_t stride = 6;  // 24-byte rows: every other float4 access is 8-byte aligned
+  std::vector<float> src(18), dst(18, 0.0f);
+  for (int i = 0; i < 18; ++i) src[i] = float(i);
+  auto result = run(*module, "unaligned_rows", {3, 1, 1}, {1, 1, 1}, {bind(0, src), bind(1, dst), bind_scalar(2, stride)});
+  EXPECT_TRUE(IsClean(result));
+  for (int row = 0; row < 3; ++row)
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(dst[row * 6 + i], i < 4 ? 2.0f * src[row * 6 + i] : 0.0f);
+}
+INSTANTIATE_TEST_SUITE_P(Instrumented, ElementAlignedVectors, ::testing::Bool());
 
 }  // namespace
 }  // namespace mfagen::cputest

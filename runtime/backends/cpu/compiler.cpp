@@ -75,21 +75,22 @@ std::string preprocess(const fs::path& file, const CompileOptions& options, cons
 }
 
 // Everything of the build command but its file names (also part of the cache key).
-std::vector<std::string> build_flags(bool instrument) {
+std::vector<std::string> build_flags() {
   const Toolchain& tc = toolchain();
   std::vector<std::string> flags = kLanguageFlags;
   flags.insert(flags.end(), {"-Xclang", "-ffake-address-space-map", "-O2", "-gline-tables-only", "-fPIC", "-shared", "-w"});
-  if (instrument) flags.push_back("-fpass-plugin=" + tc.plugin.string());
+  // Always: uninstrumented modules still need its alignment relaxation.
+  flags.push_back("-fpass-plugin=" + tc.plugin.string());
   return flags;
 }
 
-void build_shared_object(const std::string& lowered, const fs::path& object, bool instrument, const fs::path& dir) {
+void build_shared_object(const std::string& lowered, const fs::path& object, const fs::path& dir) {
   const Toolchain& tc = toolchain();
   fs::path source = unique_temp(dir, object.stem().string(), ".cl");
   fs::path temp_object = unique_temp(dir, object.stem().string(), ".so");
   std::ofstream(source, std::ios::binary) << lowered;
   std::vector<std::string> argv = {tc.clang};
-  for (std::string& flag : build_flags(instrument)) argv.push_back(std::move(flag));
+  for (std::string& flag : build_flags()) argv.push_back(std::move(flag));
   argv.insert(argv.end(), {"-o", temp_object.string(), source.string()});
   ProcessResult result = run_process(argv);
   if (result.exit_code != 0) {
@@ -150,14 +151,17 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
   replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
 
   LoweredSource lowered = lower_msl(preprocessed, options.constants);
+  // Tells the plugin to relax vector alignment only (MemAccessInstrument.cpp).
+  if (!options.instrument)
+    lowered.text += "\nextern \"C\" __attribute__((used)) const __constant int __mf_alignment_only = 1;\n";
   const Toolchain& tc = toolchain();
   std::string flags;
-  for (const std::string& flag : build_flags(options.instrument)) flags += flag + ' ';
+  for (const std::string& flag : build_flags()) flags += flag + ' ';
   std::string key = content_hash(fmt::format("abi{}|{}|{}|{}|{}", abi::kAbiVersion, tc.clang, flags,
-                                             options.instrument ? tc.plugin_identity : "", lowered.text));
+                                             tc.plugin_identity, lowered.text));
   fs::path object = cache / (key + ".so");
   bool hit = fs::exists(object);
-  if (!hit) build_shared_object(lowered.text, object, options.instrument, cache);
+  if (!hit) build_shared_object(lowered.text, object, cache);
 
   void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw CompileError(fmt::format("error: cannot load compiled kernel module: {}", dlerror()));

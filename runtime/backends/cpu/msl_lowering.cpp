@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include <functional>
 #include <regex>
 
 #include "msl_tokens.h"
@@ -19,6 +20,16 @@ const std::map<std::string_view, std::string_view> kAddressSpaces = {
     // constant memory is read-only, so Metal treats `constant T*` as pointing to
     // const T (llama.cpp passes `constant float[]` tables to `constant float*`).
     {"device", "__global"}, {"constant", "const __constant"}, {"threadgroup", "__local"}, {"thread", ""}};  // see thread_points_to
+
+// Function constant types as a host names them: int32_t is int (llama.cpp
+// declares `constant int32_t FC_... [[function_constant(i)]]`).
+std::string canonical_scalar(std::string_view type) {
+  static const std::map<std::string_view, std::string_view> kAliases = {
+      {"int32_t", "int"}, {"uint32_t", "uint"}, {"unsigned int", "uint"}, {"int16_t", "short"},
+      {"uint16_t", "ushort"}, {"unsigned short", "ushort"}, {"metal::int32_t", "int"}, {"metal::uint32_t", "uint"}};
+  auto alias = kAliases.find(type);
+  return std::string(alias == kAliases.end() ? type : alias->second);
+}
 
 // OpenCL keywords that are ordinary identifiers in MSL.
 const std::set<std::string_view> kOpenClOnlyKeywords = {"global", "local", "generic", "pipe", "read_only",
@@ -185,18 +196,22 @@ class Lowering {
       if (k - begin < 3) fail(k, "malformed function constant declaration");
       size_t name = k - 1;
       std::string type = original_text(begin + 1, name);
-      uint32_t index = 0;
-      try {
-        index = static_cast<uint32_t>(std::stoul(std::string(text(k + 4))));
-      } catch (const std::exception&) {
-        fail(k, "function_constant index must be an integer literal");
-      }
+      // llama.cpp writes [[function_constant(FC_MUL_MM + 1)]]: after the
+      // preprocessor, an integer constant expression.
+      std::optional<long> index_value = integer_expression(k + 4, matching(k + 3));
+      if (!index_value || *index_value < 0 || *index_value > 65535)
+        fail(k, "function_constant index must be an integer constant expression in 0..65535");
+      uint32_t index = static_cast<uint32_t>(*index_value);
       std::string constant_name(text(name));
+      for (const FunctionConstant& other : function_constants_)
+        if (other.index == index)
+          fail(k, fmt::format("function_constant index {} is declared twice ('{}' and '{}')", index, other.name,
+                              constant_name));
       function_constants_.push_back(FunctionConstant{index, constant_name, type});
       auto given = constants_.find(index);
       std::string value = "0";
       if (given != constants_.end()) {
-        if (given->second.type != type)
+        if (canonical_scalar(given->second.type) != canonical_scalar(type))
           fail(k, fmt::format("function constant {} ('{}') is declared '{}' but was given as '{}'", index,
                               constant_name, type, given->second.type));
         value = given->second.literal;
@@ -217,6 +232,58 @@ class Lowering {
       replace(k + 2, "");
       replace(k + 3, "");
     }
+  }
+
+  // Value of the integer literals, + - * and parentheses in tokens [begin, end).
+  std::optional<long> integer_expression(size_t begin, size_t end) const {
+    size_t k = begin;
+    std::function<std::optional<long>()> sum, factor;
+    factor = [&]() -> std::optional<long> {
+      if (k < end && is(k, "(")) {
+        ++k;
+        std::optional<long> inner = sum();
+        if (!inner || k >= end || !is(k, ")")) return std::nullopt;
+        ++k;
+        return inner;
+      }
+      if (k < end && is(k, "-")) {
+        ++k;
+        std::optional<long> operand = factor();
+        return operand ? std::optional(-*operand) : std::nullopt;
+      }
+      if (k >= end || tokens_[sig_[k]].kind != TokenKind::number) return std::nullopt;
+      std::string literal(text(k++));
+      while (!literal.empty() && (literal.back() == 'u' || literal.back() == 'U' || literal.back() == 'l' ||
+                                  literal.back() == 'L'))
+        literal.pop_back();
+      try {
+        size_t used = 0;
+        long value = std::stol(literal, &used, 0);
+        return used == literal.size() ? std::optional(value) : std::nullopt;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
+    auto product = [&]() -> std::optional<long> {
+      std::optional<long> value = factor();
+      while (value && k < end && is(k, "*")) {
+        ++k;
+        std::optional<long> rhs = factor();
+        value = rhs ? std::optional(*value * *rhs) : std::nullopt;
+      }
+      return value;
+    };
+    sum = [&]() -> std::optional<long> {
+      std::optional<long> value = product();
+      while (value && k < end && (is(k, "+") || is(k, "-"))) {
+        bool plus = is(k++, "+");
+        std::optional<long> rhs = product();
+        value = rhs ? std::optional(plus ? *value + *rhs : *value - *rhs) : std::nullopt;
+      }
+      return value;
+    };
+    std::optional<long> value = sum();
+    return k == end ? value : std::nullopt;
   }
 
   // C++ for OpenCL types a local or parameter `int x` as `__private int`, so

@@ -108,3 +108,14 @@ kernel void dependent_vectors(device const float4* src [[buffer(0)]],
 }
 typedef decltype(dependent_vectors<half4>) dependent_vectors_t;
 template [[host_name("dependent_vectors_half4")]] kernel dependent_vectors_t dependent_vectors<half4>;
+
+// llama.cpp's mul_mm stores float4 rows at element-aligned offsets (row
+// stride 70 floats): Apple GPUs do this, and so must the cpu backend.
+kernel void unaligned_rows(device const float* src [[buffer(0)]],
+                           device float* dst [[buffer(1)]],
+                           constant int& row_stride [[buffer(2)]],
+                           uint row [[thread_position_in_grid]]) {
+  device const float4* from = (device const float4*)(src + row * row_stride);
+  device float4* to = (device float4*)(dst + row * row_stride);
+  to[0] = from[0] * 2.0f;
+}

@@ -61,6 +61,10 @@ constexpr const char* kHookName = "__mf_access";
 // reporting every access twice.
 constexpr const char* kDoneMarker = "mfagen.instrumented";
 
+// Defined by modules compiled without detectors (`mfagen exec --no-detectors`):
+// no hooks, only the alignment relaxation below, so they run like the rest.
+constexpr const char* kAlignmentOnlyMarker = "__mf_alignment_only";
+
 // Address spaces clang's fake address space map gives OpenCL's
 // __global (1), __constant (2), __local (3) and generic (4) pointers; the
 // same numbers as the ABI's kSpace* values.
@@ -79,6 +83,7 @@ class Instrumenter {
         I32Ty(Type::getInt32Ty(Ctx)) {
     // const void* __mf_access(const void*, uint64_t, uint32_t, const char*)
     Hook = M.getOrInsertFunction(kHookName, FunctionType::get(PtrTy, {PtrTy, I64Ty, I32Ty, PtrTy}, false));
+    AlignmentOnly = M.getNamedGlobal(kAlignmentOnlyMarker) != nullptr;
   }
 
   // Returns true if the module changed.
@@ -145,6 +150,7 @@ class Instrumenter {
     Value* Ptr = I.getOperand(PtrOp);
     unsigned AS = Ptr->getType()->getPointerAddressSpace();
     if (!isReportedSpace(AS)) return false;
+    if (AlignmentOnly) return relaxAlignment(I);
     // The builder takes I's debug location, so the call gets a valid !dbg
     // (the verifier wants one in functions with debug info).
     IRBuilder<> B(&I);
@@ -156,7 +162,23 @@ class Instrumenter {
     // Only this operand: the same pointer may also be I's stored value or the
     // other operand of a memcpy, which must stay (or be checked) on its own.
     I.setOperand(PtrOp, B.CreatePointerBitCastOrAddrSpaceCast(Checked, Ptr->getType()));
+    relaxAlignment(I);
     return true;
+  }
+
+  // Apple GPUs access vectors at addresses aligned only to their elements
+  // (llama.cpp's mul_mm stores float4 rows at 8-byte offsets), where the
+  // aligned SSE moves clang picks for a 16-byte-aligned float4 would fault.
+  static bool relaxAlignment(Instruction& I) {
+    if (auto* LI = dyn_cast<LoadInst>(&I); LI && !LI->isAtomic() && LI->getAlign() > 1) {
+      LI->setAlignment(Align(1));
+      return true;
+    }
+    if (auto* SI = dyn_cast<StoreInst>(&I); SI && !SI->isAtomic() && SI->getAlign() > 1) {
+      SI->setAlignment(Align(1));
+      return true;
+    }
+    return false;
   }
 
   // True for the Metal stand-in's own headers: a finding inside one of its
@@ -194,6 +216,7 @@ class Instrumenter {
   IntegerType* I64Ty;
   IntegerType* I32Ty;
   FunctionCallee Hook;
+  bool AlignmentOnly = false;
   StringMap<Constant*> Locs;
 };
 
