@@ -44,6 +44,18 @@ void expect_clean(const std::string& body) {
   EXPECT_TRUE(r.ok()) << dump(r);
 }
 
+// The cpu backend lowers `thread` to the generic address space (so that MLX's
+// and llama.cpp's `thread` methods and references compile); the checker keeps
+// Metal's rule that a device pointer is no thread pointer.
+TEST(CheckRules, DevicePointerPassedAsThreadPointer) {
+  expect_rule(
+      "void bump(thread float* x) { *x += 1.0f; }\n"
+      "kernel void k(device float* a [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  bump(a + i);  // HERE\n"
+      "}\n",
+      rules::kCompileError);
+}
+
 TEST(CheckRules, RecursionDirect) {
   expect_rule("uint depth(uint n) {\n  return n == 0 ? 0 : 1 + depth(n - 1);  // HERE\n}\n", rules::kRecursion);
 }
