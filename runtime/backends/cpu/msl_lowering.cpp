@@ -8,10 +8,8 @@
 #include <optional>
 #include <set>
 
-#include <functional>
-#include <regex>
-
-#include "msl_tokens.h"
+#include "msl_dialect.h"
+#include "msl_token_view.h"
 
 namespace mfagen::cpu {
 namespace {
@@ -56,8 +54,6 @@ const std::map<std::string_view, BuiltinArg> kBuiltinArgs = {
     {"threads_per_simdgroup", {"threads_per_simdgroup", false}},
 };
 
-const std::set<std::string_view> kExpressionKeywords = {"return", "case", "co_return", "co_yield", "throw"};
-
 bool is_vector_type_name(std::string_view name) {
   static const std::set<std::string, std::less<>> names = [] {
     std::set<std::string, std::less<>> out;
@@ -72,23 +68,13 @@ bool is_vector_type_name(std::string_view name) {
 class Lowering {
  public:
   Lowering(std::string_view text, const std::map<uint32_t, ConstantValue>& constants)
-      : tokens_(tokenize(text)), constants_(constants) {
-    for (size_t i = 0; i < tokens_.size(); ++i)
-      if (tokens_[i].significant()) sig_.push_back(i);
-    in_attribute_.assign(sig_.size(), false);
-  }
+      : view_(text), constants_(constants) {}
 
   LoweredSource run() {
-    mark_attributes();
     reject_unsupported_tokens();
     lower_function_constants();
     find_kernels();
-    lower_decltype();
-    lower_reference_reinterpret_casts();
-    lower_function_pointer_template_parameters();
-    lower_short_vector_braces();
-    lower_dependent_casts();
-    lower_vec_in_alias_templates();
+    lower_dialect_differences(view_);
     lower_threadgroup_declarations();
     lower_vector_syntax();
     map_keywords();
@@ -96,7 +82,7 @@ class Lowering {
     // Metal has function pointers (llama.cpp passes dequantizers as template
     // arguments); `mfagen check` keeps rejecting them in generated kernels.
     out.text = "#pragma OPENCL EXTENSION __cl_clang_function_pointers : enable\n";
-    out.text += join_tokens(tokens_);
+    out.text += view_.joined();
     out.text += "\n# 1 \"<mfagen entry thunks>\"\n";
     for (const Kernel& k : kernels_) out.text += k.thunk;
     for (const Kernel& k : kernels_) out.kernels.push_back(k.signature);
@@ -122,30 +108,17 @@ class Lowering {
     std::string thunk;
   };
 
-  // --- token access (k indexes significant tokens) ---
-  size_t count() const { return sig_.size(); }
-  Token& at(size_t k) { return tokens_[sig_[k]]; }
-  std::string_view text(size_t k) const { return k < sig_.size() ? std::string_view(tokens_[sig_[k]].text) : ""; }
-  bool is(size_t k, std::string_view s) const { return k < sig_.size() && tokens_[sig_[k]].text == s; }
-  bool is_identifier(size_t k) const { return k < sig_.size() && tokens_[sig_[k]].kind == TokenKind::identifier; }
-  void replace(size_t k, std::string s) { tokens_[sig_[k]].text = std::move(s); }
-
-  [[noreturn]] void fail(size_t k, const std::string& message) const {
-    const Token& t = tokens_[sig_[std::min(k, sig_.size() - 1)]];
-    throw CompileError(fmt::format("{}:{}: error: {}", t.file, t.line, message));
-  }
-
-  // Index of the token closing the bracket opened at k.
-  size_t matching(size_t k) const {
-    std::string_view open = text(k);
-    std::string_view close = open == "(" ? ")" : open == "[" ? "]" : open == "{" ? "}" : ">";
-    int depth = 0;
-    for (size_t j = k; j < count(); ++j) {
-      if (text(j) == open) ++depth;
-      if (text(j) == close && --depth == 0) return j;
-    }
-    fail(k, fmt::format("unbalanced '{}'", open));
-  }
+  // --- token access (msl_token_view.h) ---
+  size_t count() const { return view_.count(); }
+  Token& at(size_t k) { return view_.at(k); }
+  std::string_view text(size_t k) const { return view_.text(k); }
+  bool is(size_t k, std::string_view s) const { return view_.is(k, s); }
+  bool is_identifier(size_t k) const { return view_.is_identifier(k); }
+  bool in_attribute(size_t k) const { return view_.in_attribute(k); }
+  void replace(size_t k, std::string s) { view_.replace(k, std::move(s)); }
+  [[noreturn]] void fail(size_t k, const std::string& message) const { view_.fail(k, message); }
+  size_t matching(size_t k) const { return view_.matching(k); }
+  bool is_cast_context(size_t k, size_t next) const { return view_.is_cast_context(k, next); }
 
   // Lowered text of tokens [begin, end), one space between tokens.
   // Text of tokens [begin, end), spaced only where two words would merge;
@@ -156,7 +129,7 @@ class Lowering {
     for (size_t k = begin; k < end; ++k) {
       std::string_view t = text(k);
       auto space = kAddressSpaces.find(t);
-      if (lowered && space != kAddressSpaces.end() && !in_attribute_[k]) t = space->second;
+      if (lowered && space != kAddressSpaces.end() && !in_attribute(k)) t = space->second;
       if (auto sub = substitutions_.find(std::string(t)); sub != substitutions_.end()) t = sub->second;
       if (!out.empty() && !t.empty() && word(out.back()) && word(t.front())) out += ' ';
       out += t;
@@ -167,18 +140,9 @@ class Lowering {
   std::string original_text(size_t begin, size_t end) const { return joined_text(begin, end, false); }
 
   // --- passes ---
-  void mark_attributes() {
-    for (size_t k = 0; k + 1 < count(); ++k) {
-      if (!is(k, "[") || !is(k + 1, "[")) continue;
-      size_t end = matching(k);
-      for (size_t j = k; j <= end; ++j) in_attribute_[j] = true;
-      k = end;
-    }
-  }
-
   void reject_unsupported_tokens() {
     for (size_t k = 0; k < count(); ++k) {
-      if (in_attribute_[k] || !is_identifier(k)) continue;
+      if (in_attribute(k) || !is_identifier(k)) continue;
       if (text(k) == "double") fail(k, "'double' is not supported by Metal (use float)");
       if (kOpenClOnlyKeywords.contains(text(k))) replace(k, fmt::format("__mf_id_{}", text(k)));
     }
@@ -198,7 +162,7 @@ class Lowering {
       std::string type = original_text(begin + 1, name);
       // llama.cpp writes [[function_constant(FC_MUL_MM + 1)]]: after the
       // preprocessor, an integer constant expression.
-      std::optional<long> index_value = integer_expression(k + 4, matching(k + 3));
+      std::optional<long> index_value = view_.integer_expression(k + 4, matching(k + 3));
       if (!index_value || *index_value < 0 || *index_value > 65535)
         fail(k, "function_constant index must be an integer constant expression in 0..65535");
       uint32_t index = static_cast<uint32_t>(*index_value);
@@ -234,201 +198,19 @@ class Lowering {
     }
   }
 
-  // Value of the integer literals, + - * and parentheses in tokens [begin, end).
-  std::optional<long> integer_expression(size_t begin, size_t end) const {
-    size_t k = begin;
-    std::function<std::optional<long>()> sum, factor;
-    factor = [&]() -> std::optional<long> {
-      if (k < end && is(k, "(")) {
-        ++k;
-        std::optional<long> inner = sum();
-        if (!inner || k >= end || !is(k, ")")) return std::nullopt;
-        ++k;
-        return inner;
-      }
-      if (k < end && is(k, "-")) {
-        ++k;
-        std::optional<long> operand = factor();
-        return operand ? std::optional(-*operand) : std::nullopt;
-      }
-      if (k >= end || tokens_[sig_[k]].kind != TokenKind::number) return std::nullopt;
-      std::string literal(text(k++));
-      while (!literal.empty() && (literal.back() == 'u' || literal.back() == 'U' || literal.back() == 'l' ||
-                                  literal.back() == 'L'))
-        literal.pop_back();
-      try {
-        size_t used = 0;
-        long value = std::stol(literal, &used, 0);
-        return used == literal.size() ? std::optional(value) : std::nullopt;
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
-    };
-    auto product = [&]() -> std::optional<long> {
-      std::optional<long> value = factor();
-      while (value && k < end && is(k, "*")) {
-        ++k;
-        std::optional<long> rhs = factor();
-        value = rhs ? std::optional(*value * *rhs) : std::nullopt;
-      }
-      return value;
-    };
-    sum = [&]() -> std::optional<long> {
-      std::optional<long> value = product();
-      while (value && k < end && (is(k, "+") || is(k, "-"))) {
-        bool plus = is(k++, "+");
-        std::optional<long> rhs = product();
-        value = rhs ? std::optional(plus ? *value + *rhs : *value - *rhs) : std::nullopt;
-      }
-      return value;
-    };
-    std::optional<long> value = sum();
-    return k == end ? value : std::nullopt;
-  }
-
-  // C++ for OpenCL types a local or parameter `int x` as `__private int`, so
-  // decltype(x) would carry an address space Metal's `thread int` does not
-  // show (MLX: integral_constant<decltype(res), res> with a static constant
-  // member). __mf_unprivate_t drops a top-level __private and nothing else.
-  void lower_decltype() {
-    for (size_t k = 0; k + 2 < count(); ++k) {
-      if (!is(k, "decltype") || !is(k + 1, "(") || is(k + 2, "auto") || in_attribute_[k]) continue;
-      size_t close = matching(k + 1);
-      // decltype(f<...>) names a function type (llama.cpp's kernel typedefs); leave it.
-      if (is_identifier(k + 2) && is(k + 3, "<") && matching(k + 3) + 1 == close) continue;
-      replace(k, "__mf_unprivate_t<decltype");
-      replace(close, ")> ");
-    }
-  }
-
-  // reinterpret_cast<thread T&>(x) -> __mf_reinterpret_ref<T&>(x) (see
-  // mfagen_standin/lowering_support.h); casts to device, threadgroup or
-  // constant references keep their matching address space and stay as written.
-  void lower_reference_reinterpret_casts() {
-    for (size_t k = 0; k + 1 < count(); ++k) {
-      if (!is(k, "reinterpret_cast") || !is(k + 1, "<")) continue;
-      size_t close = matching(k + 1);
-      if (!is(close - 1, "&") || is(close - 2, "&")) continue;
-      bool shared_space = false;
-      for (size_t j = k + 2; j < close; ++j)
-        shared_space |= is(j, "device") || is(j, "constant") || is(j, "threadgroup");
-      if (!shared_space) replace(k, "__mf_reinterpret_ref");
-    }
-  }
-
-  // clang-16's C++ for OpenCL rejects every argument for a pointer-to-function
-  // template parameter (`template <void (*deq)(...)>`, llama.cpp's
-  // dequantizers); a reference-to-function parameter takes the same function
-  // names and is called the same way.
-  void lower_function_pointer_template_parameters() {
-    for (size_t k = 0; k + 1 < count(); ++k) {
-      if (!is(k, "template") || !is(k + 1, "<")) continue;
-      size_t close = matching(k + 1);
-      for (size_t j = k + 2; j + 3 < close; ++j)
-        if (is(j, "(") && is(j + 1, "*") && is_identifier(j + 2) && is(j + 3, ")") && is(j + 4, "("))
-          replace(j + 1, "&");
-    }
-  }
-
-  // Metal's vec<T, N> deduces T and N; the stand-in's goes through a trait
-  // (so that vec<bfloat, N> and vec<bool, N>, which clang cannot make ext
-  // vectors of, exist) and does not. Alias templates over vec exist to be
-  // deduced through (MLX: `template <class U> using dtype_frag_t =
-  // typename metal::vec<U, 2>;` in `mma(thread dtype_frag_t<A>& a)`), so
-  // there vec is spelled as the ext vector itself: deducible, and a compile
-  // error for bfloat or bool elements rather than anything silent.
-  void lower_vec_in_alias_templates() {
-    for (size_t k = 0; k + 1 < count(); ++k) {
-      if (!is(k, "template") || !is(k + 1, "<")) continue;
-      if (at(k).file.find("/mfagen_standin/") != std::string::npos) continue;
-      size_t close = matching(k + 1);
-      if (!is(close + 1, "using") || !is_identifier(close + 2) || !is(close + 3, "=")) continue;
-      for (size_t j = close + 4; j + 1 < count() && !is(j, ";"); ++j) {
-        if (!is(j, "vec") || !is(j + 1, "<") || is(j - 1, ".") || is(j - 1, "->")) continue;
-        bool qualified = j >= 2 && is(j - 1, "::") && is(j - 2, "metal");
-        if (qualified) replace(j - 2, "");
-        replace(j, qualified ? "__mf_ext_vec" : "::__mf_ext_vec");
-      }
-    }
-  }
-
-  // `(T)x` and `T(x)` inside a template whose type parameter T may turn out
-  // to be a vector (llama.cpp: `(q4_t) q4[i]`, `s2_t(x)` with q4_t = half4):
-  // clang would bit-cast or reject them, Metal converts values. They become
-  // `::metal::__mf_dep_cast<T>{} ->* x` and `::metal::__mf_dep_ctor<T>(x)`,
-  // which decide at instantiation (mfagen_standin/conversions.h).
-  void lower_dependent_casts() {
-    for (size_t k = 0; k + 1 < count(); ++k) {
-      if (!is(k, "template") || !is(k + 1, "<")) continue;
-      // The stand-in spells its own conversions out (and implements these).
-      if (at(k).file.find("/mfagen_standin/") != std::string::npos) continue;
-      size_t close = matching(k + 1);
-      std::set<std::string, std::less<>> type_parameters;
-      for (size_t j = k + 2; j + 1 < close; ++j)
-        if ((is(j, "typename") || is(j, "class")) && is_identifier(j + 1) && !is(j + 1, "...") &&
-            (is(j + 2, ",") || is(j + 2, "=") || j + 2 == close))
-          type_parameters.emplace(text(j + 1));
-      if (type_parameters.empty()) continue;
-      size_t body = close + 1;
-      for (int depth = 0; body < count(); ++body) {
-        if (is(body, "(") || is(body, "[")) ++depth;
-        if (is(body, ")") || is(body, "]")) --depth;
-        if (depth == 0 && (is(body, "{") || is(body, ";"))) break;
-      }
-      if (!is(body, "{")) continue;
-      size_t end = matching(body);
-      for (size_t j = body; j + 3 < end; ++j) {
-        bool functional = type_parameters.contains(text(j)) && is(j + 1, "(") && !is(j - 1, ".") &&
-                          !is(j - 1, "->") && !is(j - 1, "::") && !is(j - 1, "operator");
-        if (functional) {  // T(args...)
-          replace(j, fmt::format("::metal::__mf_dep_ctor<{}>", text(j)));
-          continue;
-        }
-        if (!is(j, "(") || !is(j + 2, ")") || !type_parameters.contains(text(j + 1))) continue;
-        if (!is_cast_context(j, j + 3)) continue;
-        replace(j, "");
-        replace(j + 1, fmt::format("::metal::__mf_dep_cast<{}>{{}} ->*", text(j + 1)));
-        replace(j + 2, "");
-      }
-    }
-  }
-
-  // `float4 acc = {0.f};`: Metal zero-fills the elements a brace list leaves
-  // out, C++ for OpenCL rejects the short list. Declarations of builtin
-  // vector types with a brace initializer become __mf_vector_braces<T>(...)
-  // (mfagen_standin/lowering_support.h), which does what Metal does.
-  void lower_short_vector_braces() {
-    static const std::regex vector_type("(float|half|int|uint|short|ushort|char|uchar|long|ulong)[234]");
-    for (size_t k = 0; k + 3 < count(); ++k) {
-      if (!is_identifier(k) || !std::regex_match(std::string(text(k)), vector_type)) continue;
-      // `float4 a = {0.f}, b = {0.f};`: every declarator of the declaration.
-      for (size_t name = k + 1; is_identifier(name) && is(name + 1, "=") && is(name + 2, "{");) {
-        size_t close = matching(name + 2);
-        bool nested = false;
-        for (size_t j = name + 3; j < close; ++j) nested |= is(j, "{");
-        if (!nested) {
-          replace(name + 2, fmt::format("__mf_vector_braces<{}>(", text(k)));
-          replace(close, ")");
-        }
-        if (!is(close + 1, ",")) break;
-        name = close + 2;
-      }
-    }
-  }
-
   // `kernel void name(params) {` or `[[kernel]] void name(...)`.
   void find_kernels() {
     std::vector<std::pair<size_t, std::string>> namespaces;  // (closing brace, name)
     for (size_t k = 0; k < count(); ++k) {
       while (!namespaces.empty() && k > namespaces.back().first) namespaces.pop_back();
-      if (is(k, "namespace") && !in_attribute_[k]) {
+      if (is(k, "namespace") && !in_attribute(k)) {
         size_t j = k + 1;
         std::string name;
         while (j < count() && !is(j, "{") && !is(j, ";") && !is(j, "=")) name += text(j++);
         if (is(j, "{")) namespaces.emplace_back(matching(j), name);
         continue;
       }
-      bool keyword = is(k, "kernel") && !in_attribute_[k];
+      bool keyword = is(k, "kernel") && !in_attribute(k);
       size_t attribute_end = kernel_attribute_end(k);
       if (!keyword && attribute_end == npos) continue;
       size_t start = keyword ? k + 1 : attribute_end + 1;
@@ -477,9 +259,9 @@ class Lowering {
   // `template [[host_name("x")]] [[kernel]]`: index of `template`, or npos.
   size_t instantiation_start(size_t kernel_attribute) const {
     size_t k = kernel_attribute;
-    while (k >= 2 && is(k - 1, "]") && in_attribute_[k - 1]) {
+    while (k >= 2 && is(k - 1, "]") && in_attribute(k - 1)) {
       size_t open = k - 1;
-      while (open > 0 && !(is(open, "[") && is(open + 1, "[") && (open == 0 || !in_attribute_[open - 1]))) --open;
+      while (open > 0 && !(is(open, "[") && is(open + 1, "[") && (open == 0 || !in_attribute(open - 1)))) --open;
       k = open;
     }
     return k > 0 && is(k - 1, "template") ? k - 1 : npos;
@@ -596,7 +378,7 @@ class Lowering {
   // Parameter tokens [begin, end): TYPE NAME [[attributes]].
   KernelParam parse_param(size_t begin, size_t end) {
     size_t attr = begin;
-    while (attr < end && !(is(attr, "[") && in_attribute_[attr])) ++attr;
+    while (attr < end && !(is(attr, "[") && in_attribute(attr))) ++attr;
     size_t name = attr - 1;
     if (!is_identifier(name) || name <= begin) fail(begin, "kernel parameter needs a type and a name");
     KernelParam param;
@@ -735,7 +517,7 @@ class Lowering {
   // float4(...) -> __mf_vec_ctor<float4>(...);  (float4)x -> __mf_vec_cast<float4>{} ->* x
   void lower_vector_syntax() {
     for (size_t k = 0; k + 1 < count(); ++k) {
-      if (in_attribute_[k]) continue;
+      if (in_attribute(k)) continue;
       if (lower_vec_template(k)) continue;
       if (is(k, "(") && is_vector_type_name(text(k + 1)) && is(k + 2, ")")) {
         if (lower_vector_cast(k)) {
@@ -773,26 +555,6 @@ class Lowering {
     return true;
   }
 
-  // Whether `( TYPE )` at k (operand starting at `next`) is a cast expression
-  // rather than sizeof(TYPE), a parameter list or a call.
-  bool is_cast_context(size_t k, size_t next) {
-    if (k == 0) return false;
-    std::string_view prev = text(k - 1);
-    std::string_view after = text(next);
-    if (after == ";" || after == ")" || after == "," || after == "]" || after == "{" || after.empty()) return false;
-    if (is_identifier(k - 1) && !kExpressionKeywords.contains(prev)) return false;
-    if (prev == ")" || prev == "]") return false;
-    static const std::set<std::string_view> unary = {"-", "+", "!", "~", "*", "&"};
-    if (unary.contains(prev)) {
-      bool operand_before = k >= 2 && (at(k - 2).kind == TokenKind::number || at(k - 2).kind == TokenKind::literal ||
-                                       is(k - 2, ")") || is(k - 2, "]") ||
-                                       (is_identifier(k - 2) && !kExpressionKeywords.contains(text(k - 2))));
-      if (!operand_before)
-        fail(k, fmt::format("write '{}T(...)' instead of a unary operator before a C-style vector cast", prev));
-    }
-    return true;
-  }
-
   bool lower_vector_cast(size_t k) {
     if (!is_cast_context(k, k + 3)) return false;
     replace(k, "");
@@ -803,7 +565,7 @@ class Lowering {
 
   void map_keywords() {
     for (size_t k = 0; k < count(); ++k) {
-      if (in_attribute_[k] || !is_identifier(k)) continue;
+      if (in_attribute(k) || !is_identifier(k)) continue;
       if (is(k, "thread")) {
         replace(k, thread_points_to(k) ? "__generic" : "");
         continue;
@@ -855,9 +617,7 @@ class Lowering {
     return is(j, "*");
   }
 
-  std::vector<Token> tokens_;
-  std::vector<size_t> sig_;
-  std::vector<bool> in_attribute_;
+  TokenView view_;
   const std::map<uint32_t, ConstantValue>& constants_;
   std::vector<Kernel> kernels_;
   struct TemplateKernel {

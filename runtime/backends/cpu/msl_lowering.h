@@ -10,7 +10,9 @@
 //   - vector constructors `float4(...)` and casts `(float4)x` get Metal's
 //     value-converting semantics (clang's vector casts are bit casts);
 //   - every kernel gets an `extern "C"` entry thunk that binds buffers and
-//     thread-position arguments from their attributes.
+//     thread-position arguments from their attributes;
+//   - valid MSL that clang types differently gets the rewrites of
+//     msl_dialect.h (found by compiling MLX's and llama.cpp's kernels).
 #pragma once
 
 #include <map>

@@ -1,0 +1,18 @@
+// Token rewrites for valid MSL that C++ for OpenCL (clang-16) types
+// differently or rejects, found by compiling MLX's and llama.cpp's kernels
+// (docs/verification.md, "Third-party kernels"): decltype of locals,
+// reinterpret_cast to thread references, function-pointer template
+// parameters, short vector brace lists, casts to template vector types, and
+// vec<T, N> in alias templates. Each pass says why in msl_dialect.cpp; the
+// helpers they insert live in mfagen_standin/lowering_support.h and
+// conversions.h. What only clang's type checker can see is repaired from its
+// diagnostics instead (diagnostic_repair.h).
+#pragma once
+
+#include "msl_token_view.h"
+
+namespace mfagen::cpu {
+
+void lower_dialect_differences(TokenView& tokens);
+
+}  // namespace mfagen::cpu
