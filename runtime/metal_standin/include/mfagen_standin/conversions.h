@@ -154,7 +154,8 @@ struct __mf_is_cast_tag<__mf_dep_cast<T>> {
   static constexpr bool value = true;
 };
 template <class T, class X, ::__mf_if<!__mf_is_cast_tag<X>::value> = 0>
-METAL_FUNC decltype(auto) operator->*(__mf_dep_cast<T>, X x) {
+METAL_FUNC auto operator->*(__mf_dep_cast<T>, X x) {
+  static_assert(!__is_reference(T), "the cpu backend does not support a C-style cast to a template reference type");
   if constexpr (::__mf_vt<T>::is_vec)
     return __mf_vec_cast_apply<::__mf_unqual<T>>(x);
   else
@@ -162,7 +163,7 @@ METAL_FUNC decltype(auto) operator->*(__mf_dep_cast<T>, X x) {
 }
 // T(args...) for the same T: Metal's vector constructor when T is a vector.
 template <class T, class... A>
-METAL_FUNC decltype(auto) __mf_dep_ctor(A&&... args) {
+METAL_FUNC auto __mf_dep_ctor(A&&... args) {
   if constexpr (::__mf_vt<T>::is_vec)
     return __mf_vec_ctor<::__mf_unqual<T>>(static_cast<A&&>(args)...);
   else
