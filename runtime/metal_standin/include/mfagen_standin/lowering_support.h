@@ -6,49 +6,17 @@
 //   __mf_reinterpret_ref<R&>(x) reinterpret_cast<R&>(x) for thread references;
 //   __mf_vector_braces<V>(a...) `V v = {a...};` with fewer elements than V.
 #pragma once
+#include "unqual.h"
 
 // ---- __mf_rvalue --------------------------------------------------------------
 // `c ? src[i] : bfloat(0)`: Metal accepts class-type arms in different address
 // spaces; the repair wraps the rejected arms.
 template <class T>
-struct __mf_rvalue_type {
-  typedef T type;
-};
-template <class T>
-struct __mf_rvalue_type<const T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-template <class T>
-struct __mf_rvalue_type<volatile T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-template <class T>
-struct __mf_rvalue_type<__global T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-template <class T>
-struct __mf_rvalue_type<__local T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-template <class T>
-struct __mf_rvalue_type<__constant T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-template <class T>
-struct __mf_rvalue_type<__private T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-template <class T>
-struct __mf_rvalue_type<__generic T> {
-  typedef typename __mf_rvalue_type<T>::type type;
-};
-
-template <class T>
-inline __attribute__((always_inline)) typename __mf_rvalue_type<T>::type __mf_rvalue(T& x) {
+inline __attribute__((always_inline)) __mf_unqual<T> __mf_rvalue(T& x) {
   return x;
 }
 template <class T>
-inline __attribute__((always_inline)) typename __mf_rvalue_type<T>::type __mf_rvalue(const T& x) {
+inline __attribute__((always_inline)) __mf_unqual<T> __mf_rvalue(const T& x) {
   return x;
 }
 // Implicit copy constructors take generic references, which cannot bind to

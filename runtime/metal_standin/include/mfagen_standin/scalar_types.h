@@ -15,6 +15,7 @@
 //     two types have unordered conversion ranks).
 #pragma once
 #include "abi.h"
+#include "unqual.h"
 
 #define METAL_FUNC inline __attribute__((always_inline))
 #define METAL_INTERNAL
@@ -57,42 +58,6 @@ struct __mf_type_identity {
 };
 template <class T>
 using __mf_id = typename __mf_type_identity<T>::type;
-// Strips const, volatile and OpenCL address spaces (template deduction in C++
-// for OpenCL keeps the address space of the argument, e.g. `__private float`).
-template <class T>
-struct __mf_unqual_c {
-  typedef T type;
-};
-template <class T>
-struct __mf_unqual_c<const T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-struct __mf_unqual_c<volatile T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-struct __mf_unqual_c<__private T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-struct __mf_unqual_c<__global T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-struct __mf_unqual_c<__local T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-struct __mf_unqual_c<__constant T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-struct __mf_unqual_c<__generic T> {
-  typedef typename __mf_unqual_c<T>::type type;
-};
-template <class T>
-using __mf_unqual = typename __mf_unqual_c<T>::type;
 template <class T>
 inline constexpr bool __mf_false = false;
 template <bool __B, class T, class F>
