@@ -110,7 +110,7 @@ typedef decltype(dependent_vectors<half4>) dependent_vectors_t;
 template [[host_name("dependent_vectors_half4")]] kernel dependent_vectors_t dependent_vectors<half4>;
 
 // llama.cpp's mul_mm stores float4 rows at element-aligned offsets (row
-// stride 70 floats): Apple GPUs do this, and so must the cpu backend.
+// stride 70 floats); the cpu backend must run it without faulting.
 kernel void unaligned_rows(device const float* src [[buffer(0)]],
                            device float* dst [[buffer(1)]],
                            constant int& row_stride [[buffer(2)]],
