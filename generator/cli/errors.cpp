@@ -7,6 +7,7 @@
 
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
+#include "session/call_error.h"
 #include "spec/kernel_spec.h"
 
 namespace mfagen::cli {
@@ -22,6 +23,9 @@ int report_current_exception(std::string_view command) {
     return kExitUserError;
   } catch (const spec::SpecError& e) {
     // what() is "FILE: JSON PATH: MESSAGE", everything the user needs to fix the spec.
+    fmt::print(stderr, "{}: error: {}\n", command, e.what());
+    return kExitUserError;
+  } catch (const session::CallError& e) {
     fmt::print(stderr, "{}: error: {}\n", command, e.what());
     return kExitUserError;
   } catch (const UserError& e) {

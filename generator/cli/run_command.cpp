@@ -20,19 +20,23 @@
 #include "errors.h"
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
-#include "emit/manifest.h"
 #include "mfagen/cpu_backend.h"
 #include "mfagen/library.h"
 #include "mfagen/forward_dispatch.h"
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
-#include "render/render_forward.h"
 #include "run_feature_inputs.h"
-#include "run_selection.h"
+#include "session/kernel_selection.h"
+#include "session/spec_library.h"
 #include "spec/spec_parser.h"
-#include "tensor_encoding.h"
+#include "session/tensor_encoding.h"
 
 namespace mfagen::cli {
+
+using session::decode_elements;
+using session::encode_elements;
+using session::npy_values;
+using session::round_to_element;
 namespace {
 
 struct RunArgs {
@@ -83,12 +87,6 @@ std::optional<Enum> parse_choice(const std::string& text, const std::array<Enum,
   throw UserError(fmt::format("{} {}: not a valid value", option, text));
 }
 
-std::vector<plan::KernelPlan> plan_all(const std::string& spec_file) {
-  std::vector<plan::KernelPlan> plans;
-  for (const spec::KernelSpec& s : spec::load_spec_files({spec_file})) plans.push_back(plan::plan_kernel(s));
-  return plans;
-}
-
 void write_output(const std::filesystem::path& path, std::span<const float> values, std::vector<uint64_t> shape) {
   try {
     io::write_npy_atomic(path, io::NpyArray::from(values, std::move(shape)));
@@ -97,50 +95,12 @@ void write_output(const std::filesystem::path& path, std::span<const float> valu
   }
 }
 
-// The forward kernel a backward spec's gradients are taken through: the
-// same features, with lse, from the planner's tile table.
-spec::KernelSpec forward_of(const spec::KernelSpec& backward) {
-  spec::KernelSpec f = backward;
-  f.kind = spec::Kind::forward;
-  f.lse = true;
-  f.tiles.reset();
-  f.name = backward.name + "_forward";
-  return f;
+// The spec set's kernels run by the cpu backend, as an app's runtime runs them.
+RunStats run_kernel(const session::SpecLibrary& set, const KernelEntry& kernel, const DispatchPlan& dispatch,
+                    const TensorMap& tensors, bool detectors) {
+  CpuBackend backend(detectors, [&set](const Library&, const KernelEntry& k) { return set.source_of(k); });
+  return backend.run(set.library, kernel, dispatch, tensors);
 }
-
-DispatchPlan dispatch_for(const KernelEntry& kernel, const ForwardCall& call) {
-  try {
-    return Library::plan(kernel, call);
-  } catch (const DispatchError& e) {
-    throw UserError(e.what());
-  }
-}
-
-// Kernels as an app's runtime sees them: the rendered kernels of `plans`
-// behind an in-memory manifest, run by the cpu backend.
-struct RunLibrary {
-  std::vector<plan::KernelPlan> plans;
-  std::map<std::string, std::string> sources;  // by kernel file name
-  Library library;
-
-  explicit RunLibrary(std::vector<plan::KernelPlan> planned) : plans(std::move(planned)) {
-    std::vector<std::string> rendered;
-    for (const plan::KernelPlan& p : plans) {
-      rendered.push_back(render::render_forward(p));
-      sources[emit::kernel_file_name(p)] = rendered.back();
-    }
-    library = Library::load_from_memory(emit::manifest_json(plans, rendered));
-  }
-  const plan::KernelPlan& plan_of(const KernelEntry& k) const {
-    for (const plan::KernelPlan& p : plans)
-      if (p.entry == k.name) return p;
-    throw std::logic_error("no plan for kernel " + k.name);
-  }
-  RunStats run(const KernelEntry& kernel, const DispatchPlan& dispatch, const TensorMap& tensors, bool detectors) {
-    CpuBackend backend(detectors, [this](const Library&, const KernelEntry& k) { return sources.at(k.file); });
-    return backend.run(library, kernel, dispatch, tensors);
-  }
-};
 
 int run(const RunArgs& args) {
   if (args.backend != "cpu") {
@@ -151,7 +111,7 @@ int run(const RunArgs& args) {
   if (args.scale && !(std::isfinite(*args.scale) && *args.scale > 0))
     throw UserError(fmt::format("--scale {}: expected a finite number > 0", *args.scale));
 
-  RunLibrary set(plan_all(args.spec));
+  const session::SpecLibrary set = session::SpecLibrary::from_spec_files({args.spec});
   const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
   require_same(q, 0, k, 0, "the batch sizes");
   require_same(k, 0, v, 0, "the batch sizes");
@@ -162,7 +122,7 @@ int run(const RunArgs& args) {
     throw UserError(fmt::format("{} has {} heads and {} has {}: the q heads must be a multiple of the kv heads",
                                 q.what, q.shape[1], k.what, k.shape[1]));
 
-  RunRequest request;
+  session::CallRequest request;
   request.batch = q.shape[0];
   request.head_dim = q.shape[3];
   request.head_dim_v = v.shape[3];
@@ -177,7 +137,7 @@ int run(const RunArgs& args) {
   request.backward = !args.d_out.empty();
   request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
   request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
-  const KernelEntry& entry = select_kernel(set.library, request, args.spec);
+  const KernelEntry& entry = session::select_kernel(set.library, request, args.spec);
   const plan::KernelPlan& plan = set.plan_of(entry);
   const spec::DType dtype = plan.spec.dtype;
 
@@ -203,11 +163,12 @@ int run(const RunArgs& args) {
   // A backward call first runs the forward kernel of the same features for
   // out and lse (DESIGN.md section 10), then the backward kernels.
   const bool backward = plan.spec.kind == spec::Kind::backward;
-  std::optional<RunLibrary> forward_set;
-  if (backward) forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(forward_of(plan.spec))});
-  RunLibrary& forward_kernels = backward ? *forward_set : set;
+  std::optional<session::SpecLibrary> forward_set;
+  if (backward)
+    forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(session::forward_of(plan.spec))});
+  const session::SpecLibrary& forward_kernels = backward ? *forward_set : set;
   const KernelEntry& forward = backward ? forward_kernels.library.kernels().front() : entry;
-  const DispatchPlan dispatch = dispatch_for(forward, call);
+  const DispatchPlan dispatch = session::dispatch_for(forward, call);
   std::optional<InputTensor> d_out;
   if (backward) {
     d_out = read_input("--do", args.d_out);
@@ -237,13 +198,13 @@ int run(const RunArgs& args) {
   if (forward.info.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
-  RunStats run = forward_kernels.run(forward, dispatch, tensors, !args.no_detectors);
+  RunStats run = run_kernel(forward_kernels, forward, dispatch, tensors, !args.no_detectors);
 
   const std::filesystem::path dir(args.out_dir);
   std::vector<std::string> written = {(dir / "out.npy").string()};
   std::vector<std::byte> dq, dk, dv;
   if (backward) {
-    const DispatchPlan grads = dispatch_for(entry, call);
+    const DispatchPlan grads = session::dispatch_for(entry, call);
     std::vector<std::byte> do_bytes = rounded(*d_out);
     dq.resize(grads.buffer("dq")->bytes);
     dk.resize(grads.buffer("dk")->bytes);
@@ -252,7 +213,7 @@ int run(const RunArgs& args) {
     tensors[plan::kDqIndex] = dq;
     tensors[plan::kDkIndex] = dk;
     tensors[plan::kDvIndex] = dv;
-    const RunStats backward_run = set.run(entry, grads, tensors, !args.no_detectors);
+    const RunStats backward_run = run_kernel(set, entry, grads, tensors, !args.no_detectors);
     run.seconds += backward_run.seconds;
     run.compile_seconds += backward_run.compile_seconds;
   }

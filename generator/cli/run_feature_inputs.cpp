@@ -7,9 +7,14 @@
 
 #include "errors.h"
 #include "io/npy.h"
-#include "tensor_encoding.h"
+#include "session/tensor_encoding.h"
 
 namespace mfagen::cli {
+
+using session::decode_elements;
+using session::encode_elements;
+using session::npy_values;
+using session::round_to_element;
 
 MaskTensor read_mask(const std::string& file, const spec::KernelSpec& kernel, const AttentionShape& shape) {
   const std::string what = "--mask " + file;

@@ -134,6 +134,8 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
   // Preprocess a private copy so that in-memory sources work; includes
   // relative to the named file still resolve through -iquote.
   CompileOptions with_dir = options;
+  // Profiling compiles turn the stand-in's op markers on (profile_markers.h).
+  if (options.profile) with_dir.defines.push_back("__MF_PROFILE=1");
   fs::path named(source_name);
   if (named.has_parent_path()) with_dir.include_dirs.push_back(named.parent_path().string());
   fs::path copy = unique_temp(cache, "src", ".metal");
@@ -151,9 +153,13 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
   replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
 
   LoweredSource lowered = lower_msl(preprocessed, options.constants);
+  const bool instrument = options.instrument || options.profile;  // profiles count device bytes too
   // Tells the plugin to relax vector alignment only (MemAccessInstrument.cpp).
-  if (!options.instrument)
+  if (!instrument)
     lowered.text += "\nextern \"C\" __attribute__((used)) const __constant int __mf_alignment_only = 1;\n";
+  // Tells the plugin to count ops per block (instrument/ProfileCounters.cpp).
+  if (options.profile)
+    lowered.text += "\nextern \"C\" __attribute__((used)) const __constant int __mf_profile_mode = 1;\n";
   const Toolchain& tc = toolchain();
   std::string flags;
   for (const std::string& flag : build_flags()) flags += flag + ' ';
@@ -171,7 +177,7 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
     if (given != options.constants.end() && is_true_literal(given->second.literal)) constants_true.push_back(c.name);
   }
   auto module = std::make_shared<LoadedModule>(handle, std::move(lowered.kernels), std::move(lowered.function_constants),
-                                               std::move(constants_true), options.instrument);
+                                               std::move(constants_true), instrument);
   for (const KernelSignature& k : module->kernels())
     if (!module->entry(k.name))
       throw CompileError(fmt::format("error: kernel '{}' has no entry point in the compiled module", k.name));

@@ -31,6 +31,10 @@ __attribute__((visibility("default"))) void* __mf_tg_alloc(uint32_t site, uint64
   return ThreadgroupRunner::current()->threadgroup_alloc(site, size, align, name);
 }
 
+__attribute__((visibility("default"))) uint32_t* __mf_profile_counters(uint32_t function) {
+  return ThreadgroupRunner::current()->profile_counters(function);
+}
+
 __attribute__((visibility("default"))) uint32_t __mf_simd_lane(void) {
   return ThreadgroupRunner::current()->current_lane();
 }

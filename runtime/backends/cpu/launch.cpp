@@ -3,6 +3,7 @@
 // detectors and counters saw.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -63,6 +64,66 @@ void validate(const Module& module, const KernelSignature& kernel, const LaunchO
                                   ThreadgroupRunner::kThreadgroupMemoryLimit));
 }
 
+// The threadgroups a profile executes: all of them, or one in the middle of
+// each of `sample` equal strata of the linear threadgroup index (x fastest),
+// standing for its stratum. For work that changes smoothly along the grid
+// (causal attention: linear in the query block) the midpoint is exact up to
+// the curvature within a stratum.
+struct Sampled {
+  uint64_t index = 0, represents = 1;
+};
+std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample) {
+  std::vector<Sampled> chosen;
+  if (sample == 0 || sample >= groups) {
+    chosen.reserve(groups);
+    for (uint64_t i = 0; i < groups; ++i) chosen.push_back({i, 1});
+    return chosen;
+  }
+  for (uint64_t s = 0; s < sample; ++s) {
+    const uint64_t begin = s * groups / sample, end = (s + 1) * groups / sample, size = end - begin;
+    // An even-sized stratum has two middles: alternate them so that a linear
+    // trend's half-index biases cancel.
+    const uint64_t middle = begin + (size - 1) / 2 + (size % 2 == 0 && s % 2 == 1 ? 1 : 0);
+    chosen.push_back({middle, size});
+  }
+  return chosen;
+}
+
+Dim3 position_of(uint64_t i, Dim3 g) {
+  return Dim3{uint32_t(i % g.x), uint32_t((i / g.x) % g.y), uint32_t(i / (uint64_t(g.x) * g.y))};
+}
+
+LaunchProfile extrapolate(std::vector<ThreadgroupProfile> samples, uint64_t groups, uint64_t sample,
+                          const LaunchContext& context) {
+  LaunchProfile p;
+  p.threadgroups = groups;
+  p.sampling = sample == 0 || sample >= groups
+                   ? fmt::format("all {} threadgroups executed", groups)
+                   : fmt::format("{} of {} threadgroups executed, the middle one of each of {} equal ranges of the "
+                                 "linear threadgroup index; counts scaled by each range's size",
+                                 samples.size(), groups, samples.size());
+  std::sort(samples.begin(), samples.end(), [&](const ThreadgroupProfile& a, const ThreadgroupProfile& b) {
+    auto linear = [&](Dim3 d) { return (uint64_t(d.z) * context.grid.y + d.y) * context.grid.x + d.x; };
+    return linear(a.position) < linear(b.position);
+  });
+  for (const auto& b : context.buffers) p.traffic.push_back(BufferTraffic{b.index, 0, 0});
+  for (const ThreadgroupProfile& t : samples) {
+    const double w = double(t.represents);
+    for (uint32_t op = 0; op < profile::kOpCount; ++op) p.ops[op] += w * t.ops[op];
+    for (size_t i = 0; i < t.traffic.size(); ++i) {
+      p.traffic[i].bytes_read += t.represents * t.traffic[i].bytes_read;
+      p.traffic[i].bytes_written += t.represents * t.traffic[i].bytes_written;
+    }
+    p.threadgroup_bytes_read += t.represents * t.threadgroup_bytes_read;
+    p.threadgroup_bytes_written += t.represents * t.threadgroup_bytes_written;
+    p.threadgroup_memory_bytes = std::max(p.threadgroup_memory_bytes, t.threadgroup_memory_bytes);
+  }
+  p.samples = std::move(samples);
+  p.registers_per_thread = context.profile->registers_of(context.kernel);
+  p.simdgroups_per_threadgroup = static_cast<uint32_t>((context.group.volume() + abi::kSimdWidth - 1) / abi::kSimdWidth);
+  return p;
+}
+
 }  // namespace
 
 LaunchResult launch(const Module& module, std::string_view entry, const LaunchOptions& options) {
@@ -82,6 +143,12 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   context.detectors = options.detectors;
   context.instrumented = module.instrumented();
   for (auto [index, bytes] : options.threadgroup_bytes) context.threadgroup_buffers.emplace_back(index, bytes);
+  if (options.profile.enabled) {
+    context.profile = loaded.profile_table();
+    if (!context.profile)
+      throw LaunchError(fmt::format("kernel {}: profiling needs a module compiled for it (CompileOptions::profile)",
+                                    kernel->name));
+  }
 
   // Each buffer gets its own allocation with redzones, so an access just past
   // its end never lands in a neighbour.
@@ -101,8 +168,14 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
 
   FindingSink findings(options.max_findings);
   const uint64_t groups = options.threadgroups.volume();
+  // Without profiling every threadgroup runs; with it, a sample may.
+  const uint64_t sample = options.profile.enabled ? options.profile.sample_threadgroups : 0;
+  const std::vector<Sampled> chosen =
+      sample && sample < groups ? choose_threadgroups(groups, sample) : std::vector<Sampled>{};
+  const uint64_t to_run = chosen.empty() ? groups : chosen.size();
   unsigned workers = options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
-  workers = static_cast<unsigned>(std::min<uint64_t>(workers, groups));
+  workers = static_cast<unsigned>(std::min<uint64_t>(workers, to_run));
+  std::vector<ThreadgroupProfile> profiles;
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex merge_mutex;
@@ -113,15 +186,21 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   auto work = [&] {
     ThreadgroupRunner runner(context, findings);
     const Dim3 g = options.threadgroups;
-    for (uint64_t i = next++; i < groups && !stop; i = next++) {
-      Dim3 position{uint32_t(i % g.x), uint32_t((i / g.x) % g.y), uint32_t(i / (uint64_t(g.x) * g.y))};
-      if (!runner.run(position)) {
+    std::vector<ThreadgroupProfile> mine;
+    for (uint64_t n = next++; n < to_run && !stop; n = next++) {
+      const Sampled which = chosen.empty() ? Sampled{n, 1} : chosen[n];
+      if (!runner.run(position_of(which.index, g))) {
         stop = true;
         std::lock_guard lock(merge_mutex);
         if (fatal.empty()) fatal = runner.fatal_error();
       }
+      if (context.profile) {
+        mine.push_back(runner.take_profile());
+        mine.back().represents = which.represents;
+      }
     }
     std::lock_guard lock(merge_mutex);
+    for (ThreadgroupProfile& p : mine) profiles.push_back(std::move(p));
     for (size_t i = 0; i < traffic.size(); ++i) {
       traffic[i].bytes_read += runner.traffic()[i].bytes_read;
       traffic[i].bytes_written += runner.traffic()[i].bytes_written;
@@ -146,6 +225,7 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
       result.device_bytes_written += t.bytes_written;
     }
   }
+  if (context.profile) result.profile = extrapolate(std::move(profiles), groups, sample, context);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -45,7 +45,8 @@ LoadedModule::LoadedModule(void* handle, std::vector<KernelSignature> kernels, s
       kernels_(std::move(kernels)),
       constants_(std::move(constants)),
       constants_true_(std::move(constants_true)),
-      instrumented_(instrumented) {
+      instrumented_(instrumented),
+      profile_(ProfileTable::read(handle)) {
   if (kernels_.empty()) return;
   Dl_info info{};
   void* symbol = dlsym(handle_, (std::string(abi::kEntryPrefix) + kernels_.front().name).c_str());

@@ -84,6 +84,7 @@ ThreadgroupRunner::ThreadgroupRunner(const LaunchContext& context, FindingSink& 
   shadow_.resize(arena_.size());
   sink_.resize(kSinkBytes);
   for (const auto& b : context.buffers) traffic_.push_back(BufferTraffic{b.index, 0, 0});
+  if (context.profile) block_counters_.resize(context.profile->functions.size());
 }
 
 ThreadgroupRunner::~ThreadgroupRunner() { munmap(stacks_, stacks_bytes_); }
@@ -136,6 +137,8 @@ void ThreadgroupRunner::prepare_threads(Dim3 position) {
   arena_next_ = 0;
   arena_used_bytes_ = 0;
   tg_epoch_ = 0;
+  threadgroup_bytes_read_ = threadgroup_bytes_written_ = 0;
+  traffic_at_start_ = traffic_;
   // At most 31 buffers of at most 32 KB in all (checked at launch): they
   // always fit the arena, gaps included.
   for (auto [index, bytes] : context_.threadgroup_buffers) {
@@ -315,6 +318,61 @@ const void* ThreadgroupRunner::simd_exchange(const void* value, uint32_t bytes, 
   return area;
 }
 
+uint32_t* ThreadgroupRunner::profile_counters(uint32_t function) {
+  const ProfileTable* table = context_.profile;
+  if (!table || function >= block_counters_.size()) {
+    // A module compiled for profiling run without it: count into the sink.
+    return reinterpret_cast<uint32_t*>(sink_.data());
+  }
+  std::vector<uint32_t>& counters = block_counters_[function];
+  const size_t blocks = table->functions[function].blocks;
+  if (counters.empty()) counters.assign(threads_.size() * blocks, 0);
+  if (std::find(entered_functions_.begin(), entered_functions_.end(), function) == entered_functions_.end())
+    entered_functions_.push_back(function);
+  return counters.data() + size_t(current_) * blocks;
+}
+
+// A simdgroup issues a block as often as its busiest lane ran it: lanes on
+// another path are masked, not skipped (docs/profile.md).
+ThreadgroupProfile ThreadgroupRunner::take_profile() {
+  ThreadgroupProfile p;
+  p.position = position_;
+  p.threadgroup_bytes_read = threadgroup_bytes_read_;
+  p.threadgroup_bytes_written = threadgroup_bytes_written_;
+  p.threadgroup_memory_bytes = arena_used_bytes_;
+  for (size_t i = 0; i < traffic_.size(); ++i)
+    p.traffic.push_back(BufferTraffic{traffic_[i].index, traffic_[i].bytes_read - traffic_at_start_[i].bytes_read,
+                                      traffic_[i].bytes_written - traffic_at_start_[i].bytes_written});
+  const ProfileTable* table = context_.profile;
+  if (!table) return p;
+  std::vector<profile::OpCounts> per_simd(simds_.size(), profile::OpCounts{});
+  for (uint32_t function : entered_functions_) {
+    const ProfileTable::Function& f = table->functions[function];
+    std::vector<uint32_t>& counters = block_counters_[function];
+    for (size_t s = 0; s < simds_.size(); ++s) {
+      const size_t first_thread = s * abi::kSimdWidth, lanes = simds_[s].lanes;
+      for (uint32_t b = 0; b < f.blocks; ++b) {
+        uint32_t most = 0;
+        for (size_t lane = 0; lane < lanes; ++lane) most = std::max(most, counters[(first_thread + lane) * f.blocks + b]);
+        if (!most) continue;
+        for (auto [op, count] : table->block_ops[f.first_block + b]) per_simd[s][op] += double(most) * count;
+      }
+    }
+    std::fill(counters.begin(), counters.end(), 0u);
+  }
+  entered_functions_.clear();
+  double busiest = -1;
+  for (const profile::OpCounts& ops : per_simd) {
+    double issued = 0;
+    for (uint32_t op = 0; op < profile::kOpCount; ++op) {
+      p.ops[op] += ops[op];
+      if (!profile::kOpNames[op].ends_with("_bytes")) issued += ops[op];
+    }
+    if (issued > busiest) busiest = issued, p.busiest_simdgroup = ops;
+  }
+  return p;
+}
+
 void* ThreadgroupRunner::threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name) {
   for (const Allocation& a : allocations_)
     if (a.site == site && a.size == size) return arena_.data() + a.offset;
@@ -352,6 +410,8 @@ const void* ThreadgroupRunner::access(const void* pointer, uint64_t size, uint32
   const uintptr_t arena = reinterpret_cast<uintptr_t>(arena_.data());
   bool in_arena = address >= arena && address < arena + arena_.size();
   if (space == abi::kSpaceThreadgroup || (space == abi::kSpaceGeneric && in_arena)) {
+    if (flags & abi::kRead) threadgroup_bytes_read_ += size;
+    if (flags & abi::kWrite) threadgroup_bytes_written_ += size;
     check_threadgroup(address, size, flags, loc, redirect);
   } else if (space == abi::kSpaceDevice || space == abi::kSpaceConstant || space == abi::kSpaceGeneric) {
     check_device(address, size, flags, loc, space == abi::kSpaceGeneric, redirect);

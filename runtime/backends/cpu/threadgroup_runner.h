@@ -35,6 +35,7 @@ struct LaunchContext {
   std::vector<std::pair<uint32_t, uint64_t>> threadgroup_buffers;  // (index, bytes)
   Detectors detectors;
   bool instrumented = false;
+  const ProfileTable* profile = nullptr;  // set when profiling
 };
 
 class ThreadgroupRunner {
@@ -51,6 +52,8 @@ class ThreadgroupRunner {
   bool run(Dim3 position);
   const std::string& fatal_error() const { return fatal_error_; }
   const std::vector<BufferTraffic>& traffic() const { return traffic_; }
+  // Profiling: what the threadgroup run last issued (then its counters are reset).
+  ThreadgroupProfile take_profile();
 
   // Hooks called from kernel code (through hooks.cpp) on this OS thread.
   const void* access(const void* address, uint64_t size, uint32_t flags, const char* loc);
@@ -59,6 +62,7 @@ class ThreadgroupRunner {
   const void* simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask, const void* site);
   void* threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
   uint32_t current_lane() const { return threads_[current_].lane; }
+  uint32_t* profile_counters(uint32_t function);
 
   static ThreadgroupRunner* current();
 
@@ -141,6 +145,13 @@ class ThreadgroupRunner {
   std::vector<std::byte> sink_;
 
   std::vector<BufferTraffic> traffic_;
+
+  // Profiling: per function (index into the module's table), one counter per
+  // thread and counted block, thread-major; functions entered this threadgroup.
+  std::vector<std::vector<uint32_t>> block_counters_;
+  std::vector<uint32_t> entered_functions_;
+  uint64_t threadgroup_bytes_read_ = 0, threadgroup_bytes_written_ = 0;
+  std::vector<BufferTraffic> traffic_at_start_;
 };
 
 }  // namespace mfagen::cpu

@@ -41,6 +41,7 @@
 #include <string>
 
 #include "mfagen/cpu/kernel_abi.h"
+#include "passes.h"
 
 using namespace llvm;
 
@@ -221,32 +222,11 @@ class Instrumenter {
   StringMap<Constant*> Locs;
 };
 
-struct MemAccessInstrumentPass : PassInfoMixin<MemAccessInstrumentPass> {
-  PreservedAnalyses run(Module& M, ModuleAnalysisManager&) {
-    if (M.getNamedMetadata(kDoneMarker)) return PreservedAnalyses::all();
-    M.getOrInsertNamedMetadata(kDoneMarker);
-    bool Changed = Instrumenter(M).run();
-    return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
-  }
-  // Run even on functions clang marks optnone at -O0.
-  static bool isRequired() { return true; }
-};
-
 }  // namespace
 
-// Entry point clang looks up in the plugin. Default visibility so it stays
-// exported even when the enclosing project builds with -fvisibility=hidden.
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default"))) PassPluginLibraryInfo
-llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "mfagen_instrument", "1", [](PassBuilder& PB) {
-            // After all optimisation: instrumenting earlier would pin every
-            // access behind an opaque call and block promotion, vectorisation
-            // and load/store forwarding, so the checked code would no longer
-            // be the code that runs unchecked. In LLVM 16 the -O0 pipeline
-            // (buildO0DefaultPipeline) invokes these callbacks as well, right
-            // after the always-inliner, so no second extension point is
-            // needed (checked with -Xclang -fdebug-pass-manager).
-            PB.registerOptimizerLastEPCallback(
-                [](ModulePassManager& MPM, OptimizationLevel) { MPM.addPass(MemAccessInstrumentPass()); });
-          }};
+PreservedAnalyses MemAccessInstrumentPass::run(Module& M, ModuleAnalysisManager&) {
+  if (M.getNamedMetadata(kDoneMarker)) return PreservedAnalyses::all();
+  M.getOrInsertNamedMetadata(kDoneMarker);
+  bool Changed = Instrumenter(M).run();
+  return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }

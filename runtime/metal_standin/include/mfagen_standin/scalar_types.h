@@ -15,6 +15,7 @@
 //     two types have unordered conversion ranks).
 #pragma once
 #include "abi.h"
+#include "profile_markers.h"
 #include "unqual.h"
 
 #define METAL_FUNC inline __attribute__((always_inline))
@@ -75,6 +76,7 @@ inline constexpr bool __mf_is_int = __is_integral(T) && !__is_same(T, bool);
 
 // ---- bfloat -----------------------------------------------------------------
 METAL_FUNC constexpr ushort __mf_f32_to_bf16(float f) {
+  if (!__builtin_is_constant_evaluated()) __MF_OP(__mf_op_convert, 1);  // one conversion on the GPU
   uint u = __builtin_bit_cast(uint, f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<ushort>((u >> 16) | 0x0040u);  // NaN: keep sign, quiet
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even; overflow carries into inf

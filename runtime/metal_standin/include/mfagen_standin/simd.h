@@ -42,8 +42,14 @@ METAL_FUNC constexpr mem_flags operator^(mem_flags a, mem_flags b) {
 }
 METAL_FUNC constexpr mem_flags operator~(mem_flags a) { return static_cast<mem_flags>(~static_cast<uint>(a) & 31u); }
 
-METAL_FUNC void threadgroup_barrier(mem_flags flags) { __mf_threadgroup_barrier(static_cast<uint>(flags)); }
-METAL_FUNC void simdgroup_barrier(mem_flags flags) { __mf_simdgroup_barrier(static_cast<uint>(flags)); }
+METAL_FUNC void threadgroup_barrier(mem_flags flags) {
+  __MF_OP(__mf_op_threadgroup_barrier, 1);
+  __mf_threadgroup_barrier(static_cast<uint>(flags));
+}
+METAL_FUNC void simdgroup_barrier(mem_flags flags) {
+  __MF_OP(__mf_op_simdgroup_barrier, 1);
+  __mf_simdgroup_barrier(static_cast<uint>(flags));
+}
 
 // ---- exchange helper --------------------------------------------------------
 template <class T>
@@ -161,11 +167,13 @@ METAL_FUNC uint __mf_lane() { return __mf_simd_lane(); }
   template <class T>                                                           \
   METAL_FUNC T NAME(T data) {                                                  \
     static_assert(PRED<T>, #NAME ": " WHAT);                                   \
+    __MF_OP(__mf_op_simd_reduce, __mf_words<T>);                               \
     return __mf_fold(__mf_exchange(data), OP{}, 0u, 32u, data, false);         \
   }                                                                            \
   template <class T>                                                           \
   METAL_FUNC T QNAME(T data) {                                                 \
     static_assert(PRED<T>, #QNAME ": " WHAT);                                  \
+    __MF_OP(__mf_op_simd_reduce, __mf_words<T>);                               \
     uint base = __mf_lane() & ~3u;                                             \
     return __mf_fold(__mf_exchange(data), OP{}, base, base + 4u, data, false); \
   }
@@ -187,6 +195,7 @@ __MF_SIMD_REDUCE(simd_xor, quad_xor, __mf_op_xor, __mf_simd_integer, __MF_INT_MS
   template <class T>                                                                                                   \
   METAL_FUNC T NAME(T data) {                                                                                          \
     static_assert(__mf_simd_arith<T>, #NAME ": " __MF_ARITH_MSG);                                                      \
+    __MF_OP(__mf_op_simd_reduce, __mf_words<T>);                                                                       \
     uint me = __mf_lane();                                                                                             \
     return __mf_fold(__mf_exchange(data), OP{}, 0u, me + (INCL ? 1u : 0u), __mf_vec_ctor_or_scalar<T>(IDENTITY),       \
                      false);                                                                                           \
@@ -194,6 +203,7 @@ __MF_SIMD_REDUCE(simd_xor, quad_xor, __mf_op_xor, __mf_simd_integer, __MF_INT_MS
   template <class T>                                                                                                   \
   METAL_FUNC T QNAME(T data) {                                                                                         \
     static_assert(__mf_simd_arith<T>, #QNAME ": " __MF_ARITH_MSG);                                                     \
+    __MF_OP(__mf_op_simd_reduce, __mf_words<T>);                                                                       \
     uint me = __mf_lane();                                                                                             \
     return __mf_fold(__mf_exchange(data), OP{}, me & ~3u, me + (INCL ? 1u : 0u), __mf_vec_ctor_or_scalar<T>(IDENTITY), \
                      false);                                                                                           \
@@ -222,37 +232,45 @@ METAL_FUNC T __mf_read_lane(T data, uint lane) {
 }
 template <class T>
 METAL_FUNC T simd_shuffle(T data, ushort simd_lane_id) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, simd_lane_id);
 }
 template <class T>
 METAL_FUNC T simd_broadcast(T data, ushort broadcast_lane_id) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, broadcast_lane_id);
 }
 template <class T>
 METAL_FUNC T simd_shuffle_xor(T data, ushort mask) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, __mf_lane() ^ static_cast<uint>(mask));
 }
 template <class T>
 METAL_FUNC T simd_shuffle_up(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   uint me = __mf_lane();
   return __mf_read_lane(data, me >= delta ? me - delta : 64u);
 }
 template <class T>
 METAL_FUNC T simd_shuffle_down(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, __mf_lane() + delta);
 }
 template <class T>
 METAL_FUNC T simd_shuffle_rotate_up(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, (__mf_lane() + 32u - (delta & 31u)) & 31u);
 }
 template <class T>
 METAL_FUNC T simd_shuffle_rotate_down(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, (__mf_lane() + delta) & 31u);
 }
 // Sections of `modulo` lanes; lanes whose source falls outside their section
 // take filling_data from the corresponding lane of the neighbouring range.
 template <class T>
 METAL_FUNC T simd_shuffle_and_fill_up(T data, __mf_id<T> filling_data, ushort delta, ushort modulo = 32) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   struct P {
     T d, f;
   } p = {data, filling_data};
@@ -266,6 +284,7 @@ METAL_FUNC T simd_shuffle_and_fill_up(T data, __mf_id<T> filling_data, ushort de
 }
 template <class T>
 METAL_FUNC T simd_shuffle_and_fill_down(T data, __mf_id<T> filling_data, ushort delta, ushort modulo = 32) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   struct P {
     T d, f;
   } p = {data, filling_data};
@@ -279,6 +298,7 @@ METAL_FUNC T simd_shuffle_and_fill_down(T data, __mf_id<T> filling_data, ushort 
 }
 template <class T>
 METAL_FUNC T simd_broadcast_first(T data) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   __mf_xchg<T> x = __mf_exchange(data);
   if (x.mask) return x.at(static_cast<uint>(__builtin_ctz(x.mask)));
   return data;
@@ -286,6 +306,7 @@ METAL_FUNC T simd_broadcast_first(T data) {
 
 template <class T>
 METAL_FUNC T quad_shuffle(T data, ushort quad_lane_id) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   return __mf_read_lane(data, quad_lane_id < 4 ? (__mf_lane() & ~3u) + quad_lane_id : 64u);
 }
 template <class T>
@@ -294,31 +315,37 @@ METAL_FUNC T quad_broadcast(T data, ushort quad_lane_id) {
 }
 template <class T>
 METAL_FUNC T quad_shuffle_xor(T data, ushort mask) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   uint me = __mf_lane(), q = (me & 3u) ^ mask;
   return __mf_read_lane(data, q < 4u ? (me & ~3u) + q : 64u);
 }
 template <class T>
 METAL_FUNC T quad_shuffle_up(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   uint me = __mf_lane();
   return __mf_read_lane(data, (me & 3u) >= delta ? me - delta : 64u);
 }
 template <class T>
 METAL_FUNC T quad_shuffle_down(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   uint me = __mf_lane();
   return __mf_read_lane(data, (me & 3u) + delta < 4u ? me + delta : 64u);
 }
 template <class T>
 METAL_FUNC T quad_shuffle_rotate_up(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   uint me = __mf_lane();
   return __mf_read_lane(data, (me & ~3u) + (((me & 3u) + 4u - (delta & 3u)) & 3u));
 }
 template <class T>
 METAL_FUNC T quad_shuffle_rotate_down(T data, ushort delta) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   uint me = __mf_lane();
   return __mf_read_lane(data, (me & ~3u) + (((me & 3u) + delta) & 3u));
 }
 template <class T>
 METAL_FUNC T quad_broadcast_first(T data) {
+  __MF_OP(__mf_op_simd_shuffle, __mf_words<T>);
   __mf_xchg<T> x = __mf_exchange(data);
   uint q = (x.mask >> (__mf_lane() & ~3u)) & 15u;
   if (q) return x.at((__mf_lane() & ~3u) + static_cast<uint>(__builtin_ctz(q)));
@@ -339,6 +366,7 @@ struct simd_vote {
 typedef simd_vote quad_vote;
 
 METAL_FUNC simd_vote simd_ballot(bool expr) {
+  __MF_OP(__mf_op_simd_reduce, 1);
   __mf_xchg<bool> x = __mf_exchange(expr);
   ulong bits = 0;
   for (uint l = 0; l < 32u; ++l)
@@ -346,22 +374,26 @@ METAL_FUNC simd_vote simd_ballot(bool expr) {
   return simd_vote(bits, x.mask);
 }
 METAL_FUNC simd_vote simd_active_threads_mask() {
+  __MF_OP(__mf_op_simd_reduce, 1);
   __mf_xchg<bool> x = __mf_exchange(true);
   return simd_vote(x.mask, x.mask);
 }
 METAL_FUNC bool simd_all(bool expr) {
+  __MF_OP(__mf_op_simd_reduce, 1);
   __mf_xchg<bool> x = __mf_exchange(expr);
   for (uint l = 0; l < 32u; ++l)
     if (x.active(l) && !x.at(l)) return false;
   return true;
 }
 METAL_FUNC bool simd_any(bool expr) {
+  __MF_OP(__mf_op_simd_reduce, 1);
   __mf_xchg<bool> x = __mf_exchange(expr);
   for (uint l = 0; l < 32u; ++l)
     if (x.active(l) && x.at(l)) return true;
   return false;
 }
 METAL_FUNC bool simd_is_first() {
+  __MF_OP(__mf_op_simd_reduce, 1);
   __mf_xchg<bool> x = __mf_exchange(true);
   return x.mask != 0u && static_cast<uint>(__builtin_ctz(x.mask)) == __mf_lane();
 }

@@ -12,7 +12,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <vector>
+
+#include "mfagen/cpu/profile_ops.h"
 
 namespace mfagen::cpu {
 
@@ -67,6 +70,9 @@ struct CompileOptions {
   std::vector<std::string> defines;  // "NAME" or "NAME=VALUE"
   std::map<uint32_t, ConstantValue> constants;
   bool instrument = true;  // detectors and traffic counters
+  // Count GPU operations per basic block for `mfagen profile` (docs/profile.md).
+  // Implies instrument (traffic counters); a separate compile, cached apart.
+  bool profile = false;
   std::filesystem::path cache_dir;  // empty: $MFAGEN_CACHE_DIR, else ~/.cache/mfagen
 };
 
@@ -101,6 +107,7 @@ class Module {
   virtual const std::vector<KernelSignature>& kernels() const = 0;
   virtual const std::vector<FunctionConstant>& function_constants() const = 0;
   virtual bool instrumented() const = 0;
+  virtual bool profiled() const = 0;  // compiled with CompileOptions::profile
   // Whether a parameter exists in this compile: `[[buffer(n), function_constant(c)]]`
   // arguments exist only when c was given as true (Metal drops them otherwise).
   virtual bool parameter_present(const KernelParam& param) const = 0;
@@ -121,6 +128,16 @@ struct Detectors {
   bool uninitialized_reads = true;
 };
 
+// `mfagen profile`: count what a launch executes (docs/profile.md). The
+// module must be compiled with CompileOptions::profile.
+struct ProfileOptions {
+  bool enabled = false;
+  // Run at most this many threadgroups and extrapolate (0: run all): the
+  // linear threadgroup index range is cut into this many equal strata and the
+  // threadgroup in the middle of each stands for its stratum.
+  uint64_t sample_threadgroups = 0;
+};
+
 struct LaunchOptions {
   Dim3 threadgroups;
   Dim3 threads_per_threadgroup;
@@ -129,6 +146,7 @@ struct LaunchOptions {
   Detectors detectors;
   unsigned workers = 0;       // 0: one per core
   size_t max_findings = 64;   // distinct findings kept (all are counted)
+  ProfileOptions profile;
 };
 
 enum class FindingKind { out_of_bounds, data_race, barrier_divergence, uninitialized_read };
@@ -153,6 +171,31 @@ struct BufferTraffic {
   uint64_t bytes_written = 0;
 };
 
+// What one executed threadgroup issued, per simdgroup issue (a block runs as
+// often as its busiest lane runs it).
+struct ThreadgroupProfile {
+  Dim3 position;
+  uint64_t represents = 1;  // threadgroups of the grid it stands for (its stratum)
+  profile::OpCounts ops{};  // sum over its simdgroups
+  profile::OpCounts busiest_simdgroup{};  // the simdgroup that issued the most
+  std::vector<BufferTraffic> traffic;     // device bytes per bound buffer
+  uint64_t threadgroup_bytes_read = 0, threadgroup_bytes_written = 0;
+  uint64_t threadgroup_memory_bytes = 0;  // allocated: declared + [[threadgroup(n)]]
+};
+
+struct LaunchProfile {
+  uint64_t threadgroups = 0;  // in the grid
+  std::string sampling;       // how the executed threadgroups were chosen, in words
+  std::vector<ThreadgroupProfile> samples;  // the executed threadgroups, in grid order
+  // The whole launch: sums of samples x represents.
+  profile::OpCounts ops{};
+  std::vector<BufferTraffic> traffic;
+  uint64_t threadgroup_bytes_read = 0, threadgroup_bytes_written = 0;
+  uint64_t threadgroup_memory_bytes = 0;  // the largest of any threadgroup
+  uint32_t registers_per_thread = 0;      // estimate (docs/profile.md)
+  uint32_t simdgroups_per_threadgroup = 0;
+};
+
 struct LaunchResult {
   std::vector<Finding> findings;  // distinct (kind, location), first occurrence
   uint64_t findings_total = 0;
@@ -160,6 +203,7 @@ struct LaunchResult {
   uint64_t device_bytes_read = 0;
   uint64_t device_bytes_written = 0;
   double seconds = 0;
+  std::optional<LaunchProfile> profile;  // when LaunchOptions::profile.enabled
   bool clean() const { return findings_total == 0; }
 };
 

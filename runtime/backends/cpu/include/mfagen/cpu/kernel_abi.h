@@ -9,7 +9,7 @@
 
 namespace mfagen::cpu::abi {
 
-inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kAbiVersion = 2;
 inline constexpr uint32_t kMaxBufferIndex = 31;    // Metal: buffer(0..30)
 inline constexpr uint32_t kSimdWidth = 32;
 inline constexpr uint32_t kMaxSimdExchangeBytes = 64;
@@ -44,6 +44,20 @@ struct LaunchArgs {
   uint32_t threads_per_simdgroup;
 };
 
+// Tables a module compiled for profiling exports (instrument/ProfileCounters.cpp):
+//   uint32_t __mf_profile_function_count;
+//   ProfileFunction __mf_profile_functions[count];
+//   uint32_t __mf_profile_block_begin[blocks + 1];  // per counted block: first entry
+//   uint32_t __mf_profile_entries[2 * entries];     // (op, count) pairs, op = profile::Op
+// Function f's counted blocks are first_block .. first_block + blocks - 1.
+struct ProfileFunction {
+  const char* name;
+  uint32_t first_block;
+  uint32_t blocks;
+  uint32_t registers;  // estimated peak of live 32-bit registers
+  uint32_t reserved;
+};
+
 // Every kernel `NAME` is exported as `extern "C" void __mf_kernel_NAME(const LaunchArgs*)`.
 using EntryFn = void (*)(const LaunchArgs*);
 inline constexpr const char* kEntryPrefix = "__mf_kernel_";
@@ -69,4 +83,7 @@ const void* __mf_simd_exchange(const void* value, uint32_t bytes, uint32_t* acti
 void* __mf_tg_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
 // thread_index_in_simdgroup of the calling thread (simdgroup_matrix layout).
 uint32_t __mf_simd_lane(void);
+// Profiling compiles: the calling thread's block counters of `function`
+// (an index into __mf_profile_functions), one uint32_t per counted block.
+uint32_t* __mf_profile_counters(uint32_t function);
 }

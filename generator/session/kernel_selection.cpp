@@ -1,13 +1,12 @@
-#include "run_selection.h"
+#include "session/kernel_selection.h"
 
 #include <fmt/format.h>
 
 #include <tuple>
 #include <vector>
 
-#include "errors.h"
 
-namespace mfagen::cli {
+namespace mfagen::session {
 namespace {
 
 std::string describe_kernel(const KernelEntry& k) {
@@ -20,7 +19,7 @@ std::string describe_kernel(const KernelEntry& k) {
 
 }  // namespace
 
-std::string RunRequest::describe() const {
+std::string CallRequest::describe() const {
   std::string d = fmt::format("head_dim {}, head_dim_v {}, {} q heads over {} kv heads, {} queries", head_dim,
                               head_dim_v, heads_q, heads_kv, seq_q);
   if (dtype) d += fmt::format(", dtype {}", spec::to_string(*dtype));
@@ -33,7 +32,7 @@ std::string RunRequest::describe() const {
   return d;
 }
 
-AttentionQuery query_for(const RunRequest& r, KernelKind kind, ElementType dtype, CausalMode causal, MaskInput mask,
+AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtype, CausalMode causal, MaskInput mask,
                          bool need_lse) {
   AttentionQuery q;
   q.kind = kind;
@@ -50,7 +49,7 @@ AttentionQuery query_for(const RunRequest& r, KernelKind kind, ElementType dtype
   return q;
 }
 
-const KernelEntry& select_kernel(const Library& library, const RunRequest& request, const std::string& spec_file) {
+const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file) {
   // The (dtype, causal, mask kind) combinations the set offers, in spec order.
   std::vector<std::tuple<ElementType, CausalMode, MaskInput>> keys;
   for (const KernelEntry& k : library.kernels()) {
@@ -68,8 +67,8 @@ const KernelEntry& select_kernel(const Library& library, const RunRequest& reque
       if (const KernelEntry* k = library.find(query_for(request, kind, dtype, causal, mask, need_lse))) return *k;
   std::string have;
   for (const KernelEntry& k : library.kernels()) have += "\n  " + describe_kernel(k);
-  throw UserError(fmt::format("{} has no kernel for this call ({}); its kernels:{}", spec_file, request.describe(),
+  throw CallError(fmt::format("{} has no kernel for this call ({}); its kernels:{}", spec_file, request.describe(),
                               have));
 }
 
-}  // namespace mfagen::cli
+}  // namespace mfagen::session

@@ -1,4 +1,4 @@
-#include "tensor_encoding.h"
+#include "session/tensor_encoding.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <cstring>
 #include <limits>
 
-#include "errors.h"
+#include "session/call_error.h"
 
-namespace mfagen::cli {
+namespace mfagen::session {
 namespace {
 
 // Rounds x to a binary format with `digits` significand bits (including the
@@ -64,7 +64,7 @@ std::vector<double> npy_values(const io::NpyArray& array, const char* what) {
       out[i] = static_cast<double>(h);
     }
   } else {
-    throw UserError(fmt::format("{}: dtype {} is not supported; expected <f4, <f2 or <f8", what, array.dtype));
+    throw CallError(fmt::format("{}: dtype {} is not supported; expected <f4, <f2 or <f8", what, array.dtype));
   }
   return out;
 }
@@ -100,4 +100,4 @@ std::vector<float> decode_elements(const std::vector<std::byte>& bytes, spec::DT
   return out;
 }
 
-}  // namespace mfagen::cli
+}  // namespace mfagen::session

@@ -1,5 +1,5 @@
-// Which kernel `mfagen run` uses for a call, chosen the way an app's runtime
-// chooses (mfagen::Library, DESIGN.md section 8): the spec set becomes an
+// Which kernel of a spec set serves a call (`mfagen run`, `mfagen profile`),
+// chosen the way an app's runtime chooses (mfagen::Library, DESIGN.md section 8): the spec set becomes an
 // in-memory manifest and the library's selection rule picks by shape and
 // features. A call does not state its dtype or causal mode, so they are taken
 // from the set's kernels in spec order (or from --dtype / --causal).
@@ -9,11 +9,12 @@
 #include <string>
 
 #include "mfagen/library.h"
+#include "session/call_error.h"
 #include "spec/kernel_spec.h"
 
-namespace mfagen::cli {
+namespace mfagen::session {
 
-struct RunRequest {
+struct CallRequest {
   uint64_t head_dim = 0, head_dim_v = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_k = 0, batch = 1;
   MaskInput mask = MaskInput::none;  // from the kind of the set's kernels when --mask is given
   bool has_mask = false, alibi = false, softcap = false, window = false, backward = false;
@@ -22,11 +23,11 @@ struct RunRequest {
   std::string describe() const;
 };
 
-// The selected kernel, or UserError listing what was asked and what the set has.
-const KernelEntry& select_kernel(const Library& library, const RunRequest& request, const std::string& spec_file);
+// The selected kernel, or CallError listing what was asked and what the set has.
+const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file);
 
 // The query the runtime answers for a request, given the kernel's dtype and causal mode.
-AttentionQuery query_for(const RunRequest& request, KernelKind kind, ElementType dtype, CausalMode causal,
+AttentionQuery query_for(const CallRequest& request, KernelKind kind, ElementType dtype, CausalMode causal,
                          MaskInput mask, bool need_lse);
 
-}  // namespace mfagen::cli
+}  // namespace mfagen::session

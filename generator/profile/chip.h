@@ -1,0 +1,80 @@
+// One Apple GPU as the cost model sees it (DESIGN.md section 14): the
+// constants of generator/profile/chips/<stem>.json, each with the public
+// source it comes from or the reason it is an assumption. The tables are
+// embedded at build time (chip_tables.cpp.in) and parsed once.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mfagen::profile {
+
+// Where one constant comes from.
+struct Citation {
+  std::string source;       // document or URL, or why the value was chosen
+  bool assumption = false;  // true: not measured or published for this chip
+};
+
+struct Chip {
+  std::string name;    // display name, e.g. "M3 Max"
+  std::string family;  // Metal GPU family, e.g. "apple9"
+  std::string notes;
+  std::string file;  // the table's file name, e.g. "m3_max.json"
+
+  // Throughputs are per simdgroup instruction, in cycles a scheduler is busy.
+  double gpu_cores = 0;
+  double clock_ghz = 0;
+  double fp32_lanes_per_core_per_cycle = 0;  // FFMA lanes per core
+  double fp16_rate = 0;                      // FP16 FMA rate relative to FP32
+  double schedulers_per_core = 0;
+  double mma_cycles_f16 = 0;  // simdgroup 8x8x8 multiply-accumulate, half operands
+  double mma_cycles_bf16 = 0;
+  double mma_cycles_f32 = 0;
+  double transcendental_cycles = 0;  // exp2 / log2
+  double tanh_cycles = 0;
+  double rsqrt_cycles = 0;
+  double reciprocal_cycles = 0;
+  double divide_cycles = 0;
+  double sqrt_cycles = 0;
+  double int_mul_cycles = 0;
+  double int_divide_cycles = 0;
+  double dram_bandwidth_gbs = 0;
+  double cache_bandwidth_gbs = 0;  // re-read bytes that hit the GPU L2 / system-level cache
+  double threadgroup_memory_bytes_per_core = 0;
+  double threadgroup_bandwidth_bytes_per_cycle_per_core = 0;
+  double max_threadgroup_memory_per_threadgroup = 0;
+  double register_file_bytes_per_core = 0;
+  double max_threads_per_core = 0;
+  double saturation_simdgroups_per_core = 0;  // resident simdgroups that saturate the ALUs
+  double barrier_cycles = 0;                  // per threadgroup_barrier per simdgroup
+  double simd_shuffle_cycles = 0;
+  double simd_reduce_cycles = 0;
+
+  std::map<std::string, Citation, std::less<>> citations;  // by field name; every field has one
+
+  const Citation& citation(std::string_view field) const;  // throws std::out_of_range
+};
+
+// The numeric fields of a table, in file order: name, member, what it means.
+struct ChipField {
+  std::string_view name;
+  double Chip::*member;
+  std::string_view meaning;
+};
+const std::vector<ChipField>& chip_fields();
+
+// Every embedded table, parsed once, in file-name order: M1, M1 Max, M2 Max,
+// M3 Max, M4, M4 Max, M5.
+const std::vector<Chip>& chips();
+
+// By display name ("M3 Max", any case) or file stem ("m3_max", "m3-max").
+// Throws std::invalid_argument listing the valid names.
+const Chip& find_chip(std::string_view name);
+
+// Parses one table. Throws std::runtime_error naming the file, the JSON path
+// and what was expected (missing field, wrong type, value <= 0, no source).
+Chip parse_chip(std::string_view json_text, std::string_view file_name);
+
+}  // namespace mfagen::profile

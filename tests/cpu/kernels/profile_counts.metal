@@ -1,0 +1,55 @@
+// Kernels whose profile counts are known exactly (tests/cpu/profile_counts_test.cpp).
+#include <metal_stdlib>
+using namespace metal;
+
+// One simdgroup: `n` (a runtime value) rounds of two simdgroup_loads from
+// device memory and one half x half -> float MMA; one store at the end.
+// Per simdgroup: n MMAs, 2n loads of 128 bytes, 1 store of 256 bytes.
+kernel void mma_loop(device const half* a [[buffer(0)]], device float* c [[buffer(1)]],
+                     constant uint& n [[buffer(2)]]) {
+  simdgroup_matrix<float, 8, 8> acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  for (uint i = 0; i < n; ++i) {
+    simdgroup_matrix<half, 8, 8> x, y;
+    simdgroup_load(x, a + 64 * i, 8);
+    simdgroup_load(y, a + 64 * i, 8, ulong2(0, 0), true);
+    simdgroup_multiply_accumulate(acc, x, y, acc);
+  }
+  simdgroup_store(acc, c, 8);
+}
+
+// Two simdgroups. Lanes below 16 take exp2, the others log2: each simdgroup
+// pays for both. Lane l then runs l rounds of an fma: a simdgroup pays for
+// its busiest lane, 31 rounds. Each thread reads one float4 and writes one float.
+kernel void divergent(device const float4* in [[buffer(0)]], device float* out [[buffer(1)]],
+                      uint tid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float4 v = in[tid];
+  float x = v.x;
+  if (lane < 16) {
+    x = exp2(x);
+  } else {
+    x = log2(x);
+  }
+  float acc = v.y;
+  for (uint i = 0; i < lane; ++i) acc = fma(acc, v.z, v.w);
+  out[tid] = x + acc;
+}
+
+// One threadgroup of 64 threads: each writes one float to threadgroup
+// memory, one barrier, each reads its neighbour's and reduces over its
+// simdgroup with one simd_sum.
+kernel void shared_sum(device float* out [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float scratch[64];
+  scratch[tid] = float(tid);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float mine = scratch[(tid + 1) % 64];
+  out[tid] = simd_sum(mine);
+}
+
+// Threadgroup x runs x rounds of a multiply (work linear in x, as in causal
+// attention): for sampling tests.
+kernel void ramp(device float* out [[buffer(0)]], uint2 group [[threadgroup_position_in_grid]],
+                 uint lane [[thread_index_in_simdgroup]]) {
+  float acc = float(lane);
+  for (uint i = 0; i < group.x; ++i) acc = acc * 1.0001f;
+  if (lane == 0) out[group.y * 64 + group.x] = acc;
+}

@@ -1,0 +1,145 @@
+// `mfagen profile`'s counting (docs/profile.md): hand-written kernels whose
+// counts are known exactly, per simdgroup issue; divergence paid for by the
+// whole simdgroup; the stand-in's built-ins counted as the one GPU op they
+// are; sampling extrapolated against full runs.
+#include <gtest/gtest.h>
+
+#include "kernels/harness.h"
+#include "mfagen/cpu/profile_ops.h"
+
+namespace mfagen::cputest {
+namespace {
+
+using cpu::profile::Op;
+
+std::shared_ptr<const cpu::Module> compile_profiled(std::string_view name) {
+  cpu::CompileOptions options;
+  options.profile = true;
+  return cpu::compile_file(kernel_file(name), options);
+}
+
+cpu::LaunchResult run_profiled(const cpu::Module& module, std::string_view entry, Dim3 groups, Dim3 threads,
+                               std::vector<cpu::BufferBinding> buffers, uint64_t sample = 0) {
+  cpu::LaunchOptions options;
+  options.threadgroups = groups;
+  options.threads_per_threadgroup = threads;
+  options.buffers = std::move(buffers);
+  options.profile.enabled = true;
+  options.profile.sample_threadgroups = sample;
+  return cpu::launch(module, entry, options);
+}
+
+double count(const cpu::LaunchResult& r, Op op) { return r.profile->ops[static_cast<uint32_t>(op)]; }
+
+TEST(ProfileCounts, SimdgroupMatrixOpsCountOncePerSimdgroupWithARuntimeTripCount) {
+  auto module = compile_profiled("profile_counts.metal");
+  for (uint32_t n : {1u, 5u}) {
+    std::vector<_Float16> a(64 * n, _Float16(0.5f));
+    std::vector<float> c(64);
+    auto r = run_profiled(*module, "mma_loop", {1, 1, 1}, {32, 1, 1}, {bind(0, a), bind(1, c), bind_scalar(2, n)});
+    ASSERT_TRUE(IsClean(r));
+    ASSERT_TRUE(r.profile);
+    EXPECT_EQ(count(r, Op::mma_f16_f32), n);
+    EXPECT_EQ(count(r, Op::sgm_load_device), 2 * n);
+    EXPECT_EQ(count(r, Op::sgm_load_device_bytes), 2 * n * 64 * 2);
+    EXPECT_EQ(count(r, Op::sgm_store_device), 1);
+    EXPECT_EQ(count(r, Op::sgm_store_device_bytes), 64 * 4);
+    // The stand-in's 16 fmas per lane and its shuffles are not the kernel's.
+    EXPECT_EQ(count(r, Op::f32_fma), 0);
+    EXPECT_EQ(count(r, Op::simd_shuffle), 0);
+    // No element-wise device loads of the matrices; `n` is re-read each
+    // round because the collective inside the MMA is an opaque call here.
+    EXPECT_EQ(count(r, Op::device_load), n + 1);
+    EXPECT_FLOAT_EQ(c[0], 0.25f * 8 * n) << "the profiled module still computes";
+    // Device bytes: every lane reads its 2 elements of each matrix and writes 2 of c.
+    EXPECT_EQ(r.profile->traffic.at(0).bytes_read, 2 * n * 64 * 2);
+    EXPECT_EQ(r.profile->traffic.at(1).bytes_written, 64 * 4);
+  }
+}
+
+TEST(ProfileCounts, DivergentBranchesAndLoopsArePaidByTheWholeSimdgroup) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<float> in(64 * 4, 1.0f), out(64);
+  auto r = run_profiled(*module, "divergent", {1, 1, 1}, {64, 1, 1}, {bind(0, in), bind(1, out)});
+  ASSERT_TRUE(IsClean(r));
+  EXPECT_EQ(count(r, Op::exp2), 2) << "both simdgroups run the exp2 side";
+  EXPECT_EQ(count(r, Op::log2), 2) << "and the log2 side";
+  EXPECT_EQ(count(r, Op::f32_fma), 2 * 31) << "each simdgroup runs its busiest lane's 31 rounds";
+  EXPECT_EQ(count(r, Op::f32_add), 2);
+  EXPECT_EQ(count(r, Op::device_load), 2) << "one float4 load per simdgroup";
+  EXPECT_EQ(count(r, Op::device_store), 2);
+  EXPECT_EQ(r.profile->traffic.at(0).bytes_read, 64 * 16);
+  EXPECT_EQ(r.profile->traffic.at(1).bytes_written, 64 * 4);
+  EXPECT_EQ(r.profile->samples.size(), 1u);
+  EXPECT_EQ(r.profile->samples[0].busiest_simdgroup[static_cast<uint32_t>(Op::f32_fma)], 31);
+}
+
+TEST(ProfileCounts, BarriersCollectivesAndThreadgroupBytes) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<float> out(64);
+  auto r = run_profiled(*module, "shared_sum", {1, 1, 1}, {64, 1, 1}, {bind(0, out)});
+  ASSERT_TRUE(IsClean(r));
+  EXPECT_EQ(count(r, Op::threadgroup_barrier), 2);
+  EXPECT_EQ(count(r, Op::simd_reduce), 2);
+  EXPECT_EQ(count(r, Op::threadgroup_store), 2);
+  EXPECT_EQ(count(r, Op::threadgroup_load), 2);
+  EXPECT_EQ(r.profile->threadgroup_bytes_written, 64 * 4);
+  EXPECT_EQ(r.profile->threadgroup_bytes_read, 64 * 4);
+  EXPECT_EQ(r.profile->threadgroup_memory_bytes, 64 * 4);
+  EXPECT_FLOAT_EQ(out[0], 32 * 33 / 2.0f) << "lanes 0..31 read tids 1..32";
+}
+
+TEST(ProfileCounts, SampledLaunchesExtrapolateWithinOnePercentOfAFullRun) {
+  auto module = compile_profiled("profile_counts.metal");
+  const Dim3 grid{64, 3, 1};
+  std::vector<float> out(64 * 3);
+  auto full = run_profiled(*module, "ramp", grid, {32, 1, 1}, {bind(0, out)});
+  ASSERT_EQ(full.profile->samples.size(), 64u * 3);
+  EXPECT_EQ(count(full, Op::f32_mul), 3 * (63 * 64 / 2)) << "threadgroup x multiplies x times";
+  for (uint64_t sample : {12u, 24u, 48u}) {
+    auto sampled = run_profiled(*module, "ramp", grid, {32, 1, 1}, {bind(0, out)}, sample);
+    ASSERT_EQ(sampled.profile->samples.size(), sample);
+    uint64_t represented = 0;
+    for (const auto& s : sampled.profile->samples) represented += s.represents;
+    EXPECT_EQ(represented, 64u * 3);
+    EXPECT_NEAR(count(sampled, Op::f32_mul), count(full, Op::f32_mul), 0.01 * count(full, Op::f32_mul))
+        << sample << " threadgroups";
+    EXPECT_NE(sampled.profile->sampling.find("of 192 threadgroups"), std::string::npos) << sampled.profile->sampling;
+  }
+}
+
+TEST(ProfileCounts, ProfilingNeedsAProfiledModule) {
+  auto module = compile_kernel("profile_counts.metal");
+  std::vector<float> out(64);
+  EXPECT_FALSE(module->profiled());
+  EXPECT_THROW(run_profiled(*module, "shared_sum", {1, 1, 1}, {64, 1, 1}, {bind(0, out)}), cpu::LaunchError);
+}
+
+}  // namespace
+}  // namespace mfagen::cputest
+
+namespace mfagen::cputest {
+namespace {
+
+// The stand-in spells the op numbers by hand (it cannot include the host
+// header): each `__mf_op_NAME = N` must be Op::NAME.
+TEST(ProfileCounts, StandinMarkerNumbersMatchTheOpList) {
+  std::ifstream in(std::filesystem::path(MFAGEN_TEST_DATA_DIR) /
+                   "../../runtime/metal_standin/include/mfagen_standin/profile_markers.h");
+  ASSERT_TRUE(in);
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("__mf_op_"), eq = line.find(" = ");
+    if (at != 2 || eq == std::string::npos) continue;
+    const std::string name = line.substr(at + 8, eq - at - 8);
+    const uint32_t value = std::stoul(line.substr(eq + 3));
+    ASSERT_LT(value, cpu::profile::kOpCount) << line;
+    EXPECT_EQ(cpu::profile::kOpNames[value], name) << line;
+    ++checked;
+  }
+  EXPECT_GE(checked, 17);
+}
+
+}  // namespace
+}  // namespace mfagen::cputest

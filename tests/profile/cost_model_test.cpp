@@ -1,0 +1,360 @@
+// The cost model (generator/profile/cost_model.h, docs/cost_model.md): its
+// monotonicity, its bounds, occupancy, the last wave's tail and one case
+// computed by hand from the chip's own constants.
+#include "profile/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mfagen::profile {
+namespace {
+
+using cpu::profile::kOpCount;
+
+double& at(OpCounts& ops, Op o) { return ops[static_cast<uint32_t>(o)]; }
+
+// A launch of `threadgroups` threadgroups of 128 threads (4 simdgroups) with
+// 8 KB of threadgroup memory, each doing `per_threadgroup` ops (classes left
+// empty: the model spreads launch.ops evenly).
+LaunchWork launch(uint64_t threadgroups, const OpCounts& per_threadgroup) {
+  LaunchWork l;
+  l.kernel = "synthetic";
+  l.grid[0] = static_cast<uint32_t>(threadgroups);
+  l.threads_per_threadgroup = 128;
+  l.simdgroups_per_threadgroup = 4;
+  l.threadgroup_memory_bytes = 8192;
+  l.threadgroups = threadgroups;
+  l.threadgroups_run = threadgroups;
+  for (uint32_t i = 0; i < kOpCount; ++i) l.ops[i] = per_threadgroup[i] * static_cast<double>(threadgroups);
+  return l;
+}
+
+KernelWork kernel(std::vector<LaunchWork> launches) {
+  KernelWork k;
+  k.name = "synthetic";
+  k.launches = std::move(launches);
+  return k;
+}
+
+// A compute-heavy threadgroup: FMAs, some exp2 and a few loads.
+OpCounts mixed_ops() {
+  OpCounts ops{};
+  at(ops, Op::f32_fma) = 4000;
+  at(ops, Op::f32_add) = 500;
+  at(ops, Op::exp2) = 200;
+  at(ops, Op::device_load) = 100;
+  at(ops, Op::mma_f16_f32) = 64;
+  return ops;
+}
+
+double seconds(const Chip& c, const LaunchWork& l) { return predict(c, kernel({l})).seconds; }
+
+TEST(CostModel, MoreOpsOfAnyKindNeverLessTime) {
+  for (const Chip& c : chips()) {
+    SCOPED_TRACE(c.name);
+    const LaunchWork base = launch(1000, mixed_ops());
+    const double t0 = seconds(c, base);
+    ASSERT_GT(t0, 0);
+    for (uint32_t i = 0; i < kOpCount; ++i) {
+      SCOPED_TRACE(std::string(cpu::profile::kOpNames[i]));
+      OpCounts more = mixed_ops();
+      more[i] += 1000;
+      EXPECT_GE(seconds(c, launch(1000, more)), t0);
+    }
+    // Kinds that take issue slots make a compute-bound launch strictly longer.
+    for (Op o : {Op::f32_fma, Op::f16_add, Op::int_mul, Op::address, Op::device_load, Op::threadgroup_barrier,
+                 Op::simd_reduce, Op::mma_f32_f32, Op::exp2}) {
+      OpCounts more = mixed_ops();
+      at(more, o) += 1000;
+      EXPECT_GT(seconds(c, launch(1000, more)), t0) << cpu::profile::name(o);
+    }
+  }
+}
+
+TEST(CostModel, MoreDeviceBytesNeverLessTime) {
+  const Chip& c = find_chip("M2 Max");
+  LaunchWork l = launch(1000, mixed_ops());
+  double previous = seconds(c, l);
+  for (uint64_t bytes : {1ull << 20, 1ull << 26, 1ull << 30, 1ull << 34}) {
+    l.device_bytes_unique = bytes;
+    l.device_bytes_read = bytes;
+    const double t = seconds(c, l);
+    EXPECT_GE(t, previous) << bytes;
+    previous = t;
+    l.device_bytes_read = 4 * bytes;  // re-reads through the cache
+    EXPECT_GE(seconds(c, l), t) << bytes;
+  }
+  EXPECT_GT(previous, seconds(c, launch(1000, mixed_ops())));  // 16 GB is memory bound
+}
+
+TEST(CostModel, MoreDramBandwidthNeverMoreTime) {
+  for (const Chip& c : chips()) {
+    LaunchWork memory = launch(1000, mixed_ops());
+    memory.device_bytes_unique = 1ull << 32;
+    memory.device_bytes_read = 1ull << 32;
+    const LaunchWork compute = launch(1000, mixed_ops());
+    Chip faster = c;
+    faster.dram_bandwidth_gbs *= 2;
+    EXPECT_LT(seconds(faster, memory), seconds(c, memory)) << c.name;
+    EXPECT_LE(seconds(faster, compute), seconds(c, compute)) << c.name;
+  }
+}
+
+TEST(CostModel, MoreCoresNeverMoreTime) {
+  for (const Chip& c : chips()) {
+    for (uint64_t threadgroups : {1ull, 7ull, 100ull, 1001ull, 20000ull}) {
+      const LaunchWork l = launch(threadgroups, mixed_ops());
+      double previous = seconds(c, l);
+      Chip bigger = c;
+      for (int extra = 1; extra <= 40; extra += 3) {
+        bigger.gpu_cores = c.gpu_cores + extra;
+        const double t = seconds(bigger, l);
+        EXPECT_LE(t, previous) << c.name << " threadgroups " << threadgroups << " cores " << bigger.gpu_cores;
+        previous = t;
+      }
+    }
+  }
+}
+
+TEST(CostModel, MemoryHeavyLaunchIsDeviceMemoryBound) {
+  OpCounts ops{};
+  at(ops, Op::device_load) = 64;
+  at(ops, Op::f32_add) = 64;
+  LaunchWork l = launch(4096, ops);
+  l.device_bytes_unique = 1ull << 31;
+  l.device_bytes_read = 1ull << 30;
+  l.device_bytes_written = 1ull << 30;
+  for (const Chip& c : chips()) {
+    const Prediction p = predict(c, kernel({l}));
+    EXPECT_EQ(p.bound, Bound::device_memory) << c.name;
+    EXPECT_DOUBLE_EQ(p.seconds, (1ull << 31) / (c.dram_bandwidth_gbs * 1e9)) << c.name;
+    EXPECT_NEAR(p.bandwidth_utilization, 1.0, 1e-12) << c.name;
+  }
+}
+
+TEST(CostModel, MmaHeavyLaunchIsMatrixBound) {
+  OpCounts ops{};
+  at(ops, Op::mma_f16_f32) = 4096;
+  at(ops, Op::sgm_load_threadgroup) = 512;
+  at(ops, Op::f32_fma) = 256;
+  const LaunchWork l = launch(2048, ops);
+  for (const Chip& c : chips()) {
+    const LaunchPrediction p = predict(c, kernel({l})).launches.at(0);
+    EXPECT_EQ(p.bound, Bound::matrix) << c.name;
+    EXPECT_GT(p.matrix_seconds, 0.5 * p.compute_seconds) << c.name;
+    EXPECT_DOUBLE_EQ(p.seconds, p.compute_seconds) << c.name;
+  }
+}
+
+TEST(CostModel, Exp2HeavyLaunchIsTranscendentalBound) {
+  OpCounts ops{};
+  at(ops, Op::exp2) = 4000;
+  at(ops, Op::f32_fma) = 4000;
+  const LaunchWork l = launch(2048, ops);
+  for (const Chip& c : chips()) {
+    const LaunchPrediction p = predict(c, kernel({l})).launches.at(0);
+    EXPECT_EQ(p.bound, Bound::transcendental) << c.name;
+    EXPECT_GT(p.transcendental_seconds, p.compute_seconds) << c.name;
+  }
+}
+
+TEST(CostModel, ThreadgroupMemoryHeavyLaunchIsThreadgroupMemoryBound) {
+  OpCounts ops{};
+  at(ops, Op::threadgroup_load) = 100;
+  LaunchWork l = launch(1024, ops);
+  l.threadgroup_bytes_read = 1ull << 34;
+  const Chip& c = find_chip("M1 Max");
+  const LaunchPrediction p = predict(c, kernel({l})).launches.at(0);
+  EXPECT_EQ(p.bound, Bound::threadgroup_memory);
+  EXPECT_DOUBLE_EQ(p.seconds,
+                   (1ull << 34) / (c.threadgroup_bandwidth_bytes_per_cycle_per_core * c.gpu_cores * c.clock_ghz * 1e9));
+}
+
+TEST(CostModel, OneSimdgroupPerCoreIsLatencyBound) {
+  LaunchWork l = launch(4096, mixed_ops());
+  l.threads_per_threadgroup = 32;
+  l.simdgroups_per_threadgroup = 1;
+  l.threadgroup_memory_bytes = 32768;  // one resident threadgroup per core
+  const LaunchPrediction p = predict(find_chip("M1"), kernel({l})).launches.at(0);
+  EXPECT_EQ(p.threadgroups_per_core, 1u);
+  EXPECT_DOUBLE_EQ(p.latency_hiding, 1.0 / 24);
+  EXPECT_EQ(p.bound, Bound::latency);
+}
+
+TEST(CostModel, OneThreadgroupMoreThanAFullWaveTakesLonger) {
+  for (const Chip& c : chips()) {
+    const LaunchWork probe = launch(1, mixed_ops());
+    const uint64_t slots = static_cast<uint64_t>(c.gpu_cores) * occupancy(c, probe).threadgroups_per_core;
+    const LaunchPrediction full = predict(c, kernel({launch(slots, mixed_ops())})).launches.at(0);
+    const LaunchPrediction tail = predict(c, kernel({launch(slots + 1, mixed_ops())})).launches.at(0);
+    EXPECT_DOUBLE_EQ(full.waves, 1.0) << c.name;
+    EXPECT_GT(tail.waves, 1.0) << c.name;
+    // The extra threadgroup runs alone in a second wave: twice the time.
+    EXPECT_DOUBLE_EQ(tail.seconds, 2 * full.seconds) << c.name;
+  }
+}
+
+TEST(Occupancy, LimitedByThreadgroupMemoryWhenLarge) {
+  for (const Chip& c : chips()) {
+    LaunchWork l = launch(100, mixed_ops());
+    l.threadgroup_memory_bytes = 32768;
+    const Occupancy o = occupancy(c, l);
+    EXPECT_EQ(o.limit, "threadgroup memory") << c.name;
+    EXPECT_EQ(o.threadgroups_per_core, static_cast<uint32_t>(c.threadgroup_memory_bytes_per_core / 32768));
+    EXPECT_DOUBLE_EQ(o.simdgroups_per_core, 4.0 * o.threadgroups_per_core);
+    EXPECT_DOUBLE_EQ(o.latency_hiding, std::min(1.0, o.simdgroups_per_core / c.saturation_simdgroups_per_core));
+  }
+}
+
+TEST(Occupancy, LimitedByRegistersOrThreads) {
+  const Chip& c = find_chip("M1 Max");
+  LaunchWork l = launch(100, mixed_ops());
+  l.threadgroup_memory_bytes = 1024;
+  l.threads_per_threadgroup = 256;
+  l.simdgroups_per_threadgroup = 8;
+  l.registers_per_thread = 104;
+  Occupancy o = occupancy(c, l);
+  EXPECT_EQ(o.limit, "registers");
+  EXPECT_EQ(o.threadgroups_per_core, static_cast<uint32_t>(c.register_file_bytes_per_core / (4.0 * 104 * 256)));
+
+  l.registers_per_thread = 0;  // unknown: only threads and threadgroup memory limit
+  l.threads_per_threadgroup = 1024;
+  l.simdgroups_per_threadgroup = 32;
+  o = occupancy(c, l);
+  EXPECT_EQ(o.limit, "threads");
+  EXPECT_EQ(o.threadgroups_per_core, static_cast<uint32_t>(c.max_threads_per_core / 1024));
+  EXPECT_DOUBLE_EQ(o.latency_hiding, 1.0);
+
+  l.registers_per_thread = 128;  // over the register file: still one threadgroup
+  o = occupancy(c, l);
+  EXPECT_EQ(o.threadgroups_per_core, 1u);
+}
+
+// 40 x 1 threadgroups on a 40-core M3 Max, computed from the chip's constants.
+TEST(CostModel, HandComputedCase) {
+  const Chip& c = find_chip("M3 Max");
+  OpCounts per_tg{};
+  at(per_tg, Op::f32_fma) = 4 * 1000;  // 1000 per simdgroup
+  at(per_tg, Op::exp2) = 4 * 25;
+  at(per_tg, Op::f16_mul) = 4 * 50;
+  LaunchWork l = launch(40, per_tg);
+  l.threadgroup_memory_bytes = 16384;
+  l.device_bytes_unique = 40 * 4096;
+  l.device_bytes_read = 40 * 4096;
+
+  // Residency: threadgroup memory allows floor(tgmem per core / 16 KB), threads allow more.
+  const double per_core = std::floor(c.threadgroup_memory_bytes_per_core / 16384);
+  ASSERT_LT(per_core, c.max_threads_per_core / 128);
+  const double hiding = std::min(1.0, per_core * 4 / c.saturation_simdgroups_per_core);
+  // Each threadgroup gets 1/per_core of the core's schedulers x hiding instructions per cycle.
+  const double issue_cycles = 4000 + 100 + 200;  // FMAs, exp2 issue slots, half multiplies
+  const double pipe_cycles = 100 * c.transcendental_cycles;
+  const double rate = c.schedulers_per_core * hiding / per_core;  // instructions per cycle
+  const double expected = std::max(issue_cycles, pipe_cycles) / rate / (c.clock_ghz * 1e9);
+  // 40 threadgroups fit in one wave of gpu_cores * per_core slots.
+  ASSERT_LE(40, c.gpu_cores * per_core);
+
+  const Prediction p = predict(c, kernel({l}));
+  ASSERT_EQ(p.launches.size(), 1u);
+  const LaunchPrediction& lp = p.launches[0];
+  EXPECT_EQ(lp.threadgroups_per_core, static_cast<uint32_t>(per_core));
+  EXPECT_EQ(lp.occupancy_limit, "threadgroup memory");
+  EXPECT_DOUBLE_EQ(lp.latency_hiding, hiding);
+  EXPECT_DOUBLE_EQ(lp.waves, 40 / (c.gpu_cores * per_core));
+  EXPECT_DOUBLE_EQ(lp.seconds, expected);
+  EXPECT_DOUBLE_EQ(p.seconds, expected);
+  EXPECT_DOUBLE_EQ(lp.transcendental_seconds, pipe_cycles / rate / (c.clock_ghz * 1e9));
+  EXPECT_DOUBLE_EQ(lp.matrix_seconds, 0);
+  EXPECT_DOUBLE_EQ(lp.device_memory_seconds, 40 * 4096 / (c.dram_bandwidth_gbs * 1e9));
+  // No useful FLOPs given: counted FLOPs (2 per FMA, 1 per multiply) over the FP32 peak.
+  const double flops = 40 * (2 * 4000 + 200);
+  EXPECT_DOUBLE_EQ(p.tflops, flops / expected / 1e12);
+  EXPECT_DOUBLE_EQ(p.utilization,
+                   flops / expected / (c.gpu_cores * c.fp32_lanes_per_core_per_cycle * 2 * c.clock_ghz * 1e9));
+  EXPECT_DOUBLE_EQ(p.bandwidth_gbs, 40 * 4096 / expected / 1e9);
+}
+
+TEST(CostModel, LaunchesAddUpAndTheLongestSetsTheBound) {
+  const Chip& c = find_chip("M4 Max");
+  LaunchWork memory = launch(64, mixed_ops());
+  memory.device_bytes_unique = 1ull << 33;
+  const LaunchWork compute = launch(256, mixed_ops());
+  KernelWork k = kernel({compute, memory});
+  k.useful_flops = 1e12;
+  const Prediction p = predict(c, k);
+  ASSERT_EQ(p.launches.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.seconds, p.launches[0].seconds + p.launches[1].seconds);
+  EXPECT_EQ(p.bound, Bound::device_memory);
+  EXPECT_DOUBLE_EQ(p.tflops, 1.0 / p.seconds);
+  // Mostly half-operand MMAs: utilization against the FP16 roof.
+  EXPECT_DOUBLE_EQ(p.utilization, 1e12 / p.seconds / peak_flops(c, true));
+  EXPECT_EQ(p.chip, "M4 Max");
+}
+
+TEST(CostModel, ClassesMatchAnEvenSpread) {
+  const Chip& c = find_chip("M2 Max");
+  const LaunchWork even = launch(500, mixed_ops());
+  LaunchWork classed = even;
+  classed.classes.push_back({300, mixed_ops(), {}, 0, 0});
+  classed.classes.push_back({200, mixed_ops(), {}, 0, 0});
+  EXPECT_DOUBLE_EQ(seconds(c, classed), seconds(c, even));
+}
+
+TEST(CostModel, HeavierClassesAndBusySimdgroupsTakeLonger) {
+  const Chip& c = find_chip("M1 Max");
+  LaunchWork l = launch(1000, mixed_ops());
+  l.classes.push_back({1000, mixed_ops(), {}, 0, 0});
+  const double balanced = seconds(c, l);
+
+  // One simdgroup doing all the FMAs: the threadgroup waits for it.
+  OpCounts busiest{};
+  at(busiest, Op::f32_fma) = at(l.classes[0].ops, Op::f32_fma);
+  l.classes[0].max_simdgroup_ops = busiest;
+  EXPECT_GT(seconds(c, l), balanced);
+
+  // Causal-like grid: the second half of the threadgroups does twice the work.
+  LaunchWork skewed = launch(1000, mixed_ops());
+  OpCounts twice = mixed_ops();
+  for (double& x : twice) x *= 2;
+  skewed.classes = {{500, mixed_ops(), {}, 0, 0}, {500, twice, {}, 0, 0}};
+  EXPECT_GT(seconds(c, skewed), balanced);
+}
+
+TEST(Dispatch, GreedyInGridOrder) {
+  // 3,3,2,2,2 on 2 slots: 3|3, then 2 and 2 at t=3, the last 2 at t=5 -> 7.
+  const std::vector<ThreadgroupRun> runs = {{2, 3.0}, {3, 2.0}};
+  EXPECT_DOUBLE_EQ(dispatch_makespan(runs, 2), 7.0);
+  EXPECT_DOUBLE_EQ(dispatch_makespan(runs, 5), 3.0);
+  EXPECT_DOUBLE_EQ(dispatch_makespan(runs, 1), 12.0);
+  EXPECT_DOUBLE_EQ(dispatch_makespan({}, 4), 0.0);
+}
+
+TEST(Dispatch, AggregatedLargeGridEqualsPlainSimulation) {
+  const std::vector<ThreadgroupRun> runs = {
+      {3, 5.0}, {1'500'001, 1.25e-6}, {7, 3e-3}, {2'000'003, 0.7e-6}, {123'457, 2.1e-6}};
+  for (uint64_t slots : {1ull, 37ull, 120ull, 960ull}) {
+    const double fast = dispatch_makespan(runs, slots);
+    const double plain = dispatch_makespan(runs, slots, /*exact=*/true);
+    EXPECT_NEAR(fast, plain, 1e-9 * plain) << slots;
+  }
+}
+
+TEST(CostModel, PeakAndBoundNames) {
+  const Chip& m1 = find_chip("M1");
+  EXPECT_NEAR(peak_fp32_flops(m1) / 1e12, 2.617, 0.01);
+  EXPECT_DOUBLE_EQ(peak_flops(m1, true), peak_fp32_flops(m1) * m1.fp16_rate);
+  std::set<std::string_view> names;
+  for (Bound b : {Bound::compute, Bound::transcendental, Bound::matrix, Bound::device_memory, Bound::threadgroup_memory,
+                  Bound::latency})
+    names.insert(to_string(b));
+  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(to_string(Bound::device_memory), "device memory");
+}
+
+}  // namespace
+}  // namespace mfagen::profile
