@@ -24,6 +24,8 @@ void register_generate_command(CLI::App& app, CommandAction& action);
 void register_list_command(CLI::App& app, CommandAction& action);
 // `mfagen explain SPEC...`: each kernel's plan and its cost for a call shape.
 void register_explain_command(CLI::App& app, CommandAction& action);
+// `mfagen profile SPEC...`: predicted time per Apple GPU from work counted on the cpu backend.
+void register_profile_command(CLI::App& app, CommandAction& action);
 // `mfagen check FILE.metal... [--manifest M]`: clang (in-process) verification of Metal kernels.
 void register_check_command(CLI::App& app, CommandAction& action);
 

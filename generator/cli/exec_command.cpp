@@ -20,6 +20,8 @@
 #include "exec_bindings.h"
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
+#include "profile/launch_work.h"
+#include "profile_output.h"
 
 namespace mfagen::cli {
 namespace {
@@ -40,6 +42,10 @@ struct ExecArgs {
   bool no_detectors = false;
   unsigned workers = 0;
   bool stats = false;
+  bool profile = false;
+  std::string name;           // profile: the kernel's label in reports
+  double useful_flops = 0;    // profile: FLOPs that count for TFLOPS and utilization
+  ProfileOutputArgs profile_output;
 };
 
 cpu::Dim3 to_dim3(const std::array<uint32_t, 3>& d) { return {d[0], d[1], d[2]}; }
@@ -147,6 +153,20 @@ void print_summary(const cpu::KernelSignature& kernel, const cpu::Module& module
   }
 }
 
+// `--profile`: the launch's counted work and its predicted time per chip.
+void report_exec_profile(const ExecArgs& args, const cpu::LaunchOptions& launch, const cpu::LaunchProfile& counted) {
+  profile::LaunchShape shape{args.entry, launch.threadgroups, launch.threads_per_threadgroup, {}};
+  for (const cpu::BufferBinding& b : launch.buffers) shape.buffer_sizes.emplace_back(b.index, b.data.size());
+  profile::KernelWork work;
+  work.name = args.name.empty() ? args.entry : args.name;
+  work.origin = args.file;
+  work.shape = fmt::format("{} threadgroups of {} threads", dim3_text(launch.threadgroups),
+                           dim3_text(launch.threads_per_threadgroup));
+  work.useful_flops = args.useful_flops;
+  work.launches.push_back(profile::to_launch_work(shape, counted));
+  report_profiles({std::move(work)}, args.profile_output, "mfagen exec --profile");
+}
+
 int run_exec(const ExecArgs& args) {
   // Everything cheap is checked before the (possibly slow) compile.
   cpu::LaunchOptions launch;
@@ -157,7 +177,13 @@ int run_exec(const ExecArgs& args) {
   launch.workers = args.workers;
   if (args.no_detectors) launch.detectors = {false, false, false, false};
 
+  if (args.profile) {
+    check_profile_output(args.profile_output);
+    launch.profile.enabled = true;
+    launch.profile.sample_threadgroups = args.profile_output.sample;
+  }
   cpu::CompileOptions options;
+  options.profile = args.profile;
   options.include_dirs = args.include_dirs;
   options.defines = args.defines;
   options.constants = parse_constants(args.constants);
@@ -182,7 +208,11 @@ int run_exec(const ExecArgs& args) {
   if (result.findings_total > result.findings.size())
     fmt::print(stderr, "... {} findings in total, {} distinct shown\n", result.findings_total, result.findings.size());
   write_outputs(args.out_dir, buffers);
-  print_summary(*kernel, *module, launch, result, compile_stats, buffers, args.stats);
+  if (args.profile) {
+    report_exec_profile(args, launch, *result.profile);
+  } else {
+    print_summary(*kernel, *module, launch, result, compile_stats, buffers, args.stats);
+  }
   return result.findings_total == 0 ? kExitOk : kExitUserError;
 }
 
@@ -198,7 +228,9 @@ void register_exec_command(CLI::App& app, CommandAction& action) {
       "short <i2, ushort <u2, char |i1, uchar |u1, bool |b1, long <i8, ulong <u8; vectors\n"
       "(float4) take a multiple of their width (3-wide vectors are 4 wide unless packed);\n"
       "structs take any dtype, bytes passed through. A `constant T&` is a 1-element buffer.\n"
-      "Detector findings go to stderr and make the exit status 1.\n\n"
+      "Detector findings go to stderr and make the exit status 1.\n"
+      "With --profile the launch is counted per simdgroup and its time predicted per Apple GPU by\n"
+      "the cost model (docs/profile.md); --sample, --chip, --json, --json-out and --report apply then.\n\n"
       "Example:\n"
       "  mfagen exec saxpy.metal --entry saxpy --threadgroups 4 --threads-per-threadgroup 64 \\\n"
       "    --buffer 0=x.npy --buffer 1=y.npy --buffer 2=a.npy --out-dir out");
@@ -236,6 +268,13 @@ void register_exec_command(CLI::App& app, CommandAction& action) {
                  "compile without instrumentation: faster, no findings and no traffic counters");
   exec->add_option("--workers", args->workers, "threads running threadgroups in parallel (default: one per core)");
   exec->add_flag("--stats", args->stats, "also print compile time and per-buffer traffic");
+  exec->add_flag("--profile", args->profile,
+                 "count what the launch executes and predict its time per Apple GPU (a model; see mfagen profile)");
+  exec->add_option("--name", args->name, "--profile: the kernel's name in reports (default: the entry)");
+  exec->add_option("--useful-flops", args->useful_flops,
+                   "--profile: FLOPs that count for TFLOPS (default: the counted MMA and FMA FLOPs)")
+      ->check(CLI::NonNegativeNumber);
+  add_profile_output_options(*exec, args->profile_output);
 
   exec->callback([args, &action] { action = [args] { return run_exec(*args); }; });
 }

@@ -15,6 +15,9 @@
 #include "plan/dispatch_info.h"
 #include "plan/forward_cost.h"
 #include "plan/kernel_plan.h"
+#include "profile/chip_selection.h"
+#include "profile/profile_json.h"
+#include "profile/spec_profile.h"
 #include "spec/spec_parser.h"
 #include "text_table.h"
 
@@ -24,6 +27,9 @@ namespace {
 struct ExplainArgs {
   std::vector<std::string> specs;
   plan::CostShape shape{1, 32, 8, 4096, 4096};
+  bool profile = false;
+  std::string chips = "all";
+  uint64_t sample = 32;
 };
 
 constexpr const char* kIndent = "  ";
@@ -125,18 +131,23 @@ std::vector<TextRow> decode_rows(const plan::KernelPlan& p, const plan::CostShap
   return rows;
 }
 
-std::vector<TextRow> cost_rows(const plan::KernelPlan& p, plan::CostShape shape, std::string& note) {
+// The shape a kernel can take: no GQA means Hkv = Hq, decode at most 16 queries.
+plan::CostShape shape_for(const plan::KernelPlan& p, plan::CostShape shape, std::string& note) {
   // A kernel without GQA reads kv head h for q head h: it needs Hkv == Hq.
   if (!p.spec.gqa && shape.heads_kv != shape.heads_q) {
     note = fmt::format("gqa is off for this kernel: costed with heads_kv = heads_q = {}", shape.heads_q);
     shape.heads_kv = shape.heads_q;
   }
+  if (p.spec.kind == spec::Kind::decode && shape.seq_q > kMaxDecodeQueries) {
+    note += fmt::format("{}decode kernels take at most {} queries: costed with seq_q = 1", note.empty() ? "" : "; ",
+                        kMaxDecodeQueries);
+    shape.seq_q = 1;
+  }
+  return shape;
+}
+
+std::vector<TextRow> cost_rows(const plan::KernelPlan& p, const plan::CostShape& shape) {
   if (p.spec.kind == spec::Kind::decode) {
-    if (shape.seq_q > kMaxDecodeQueries) {
-      note += fmt::format("{}decode kernels take at most {} queries: costed with seq_q = 1", note.empty() ? "" : "; ",
-                          kMaxDecodeQueries);
-      shape.seq_q = 1;
-    }
     std::vector<TextRow> rows = {{"shape", fmt::format("batch {}, heads_q {}, heads_kv {}, seq_q {}, seq_k {}",
                                                        shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q,
                                                        shape.seq_k)}};
@@ -171,7 +182,20 @@ void print_labelled(const std::vector<TextRow>& rows) {
   for (const TextRow& row : rows) fmt::print("{}{:<21}{}\n", kIndent, row.at(0) + ":", row.at(1));
 }
 
-void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& shape) {
+// `--profile`: the cost model's prediction from counted work, one row per chip.
+std::vector<TextRow> profile_rows(const plan::KernelPlan& p, const plan::CostShape& shape, const ExplainArgs& args) {
+  const profile::ProfiledKernel k =
+      profile::predict_on(profile::profile_plan_call(p, shape, args.sample), profile::select_chips(args.chips));
+  std::vector<TextRow> rows;
+  for (const profile::Prediction& pr : k.predictions)
+    rows.push_back({"predicted " + pr.chip,
+                    fmt::format("{} ({:.2f} TFLOPS, {:.1f}% of peak, bound: {}) — cost model, not measured",
+                                profile::format_seconds(pr.seconds), pr.tflops, 100 * pr.utilization,
+                                profile::to_string(pr.bound))});
+  return rows;
+}
+
+void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& requested, const ExplainArgs& args) {
   fmt::print("{}  ({})\n", p.entry, origin_text(p.spec.origin));
   print_labelled(plan_rows(p));
   print_labelled({{"buffers", ""}});
@@ -183,7 +207,9 @@ void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& shape) {
     fmt::print("{}", function_constant_table(p));
   }
   std::string note;
-  print_labelled(cost_rows(p, shape, note));
+  const plan::CostShape shape = shape_for(p, requested, note);
+  print_labelled(cost_rows(p, shape));
+  if (args.profile) print_labelled(profile_rows(p, shape, args));
   if (!note.empty()) print_labelled({{"note", note}});
 }
 
@@ -192,12 +218,19 @@ int run_explain(const ExplainArgs& args) {
   if (s.heads_q % s.heads_kv != 0)
     throw UserError(fmt::format("--heads-kv {} must divide --heads-q {} (each kv head serves a whole group of q heads)",
                                 s.heads_kv, s.heads_q));
+  if (args.profile) {
+    try {
+      (void)profile::select_chips(args.chips);
+    } catch (const std::invalid_argument& e) {
+      throw UserError(fmt::format("--chip {}: {}", args.chips, e.what()));
+    }
+  }
   std::vector<plan::KernelPlan> plans;
   for (const spec::KernelSpec& spec : spec::load_spec_files({args.specs.begin(), args.specs.end()}))
     plans.push_back(plan::plan_kernel(spec));
   for (size_t i = 0; i < plans.size(); ++i) {
     if (i > 0) fmt::print("\n");
-    explain_kernel(plans[i], s);
+    explain_kernel(plans[i], s, args);
   }
   return kExitOk;
 }
@@ -214,7 +247,8 @@ void register_explain_command(CLI::App& app, CommandAction& action) {
       "the buffer table and function constants. Then, for the call shape given by the options: the\n"
       "grid, FLOPs, the minimum device traffic (every tensor touched once), this kernel's device\n"
       "traffic (the FlashAttention IO model) and the key blocks causal masking and windows let it\n"
-      "skip; for decode kernels the two launches, the key splits and their traffic.\n"
+      "skip; for decode kernels the two launches, the key splits and their traffic. With --profile,\n"
+      "also the cost model's predicted time per chip from work counted on the cpu backend.\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Exit status: 0 ok, 1 bad spec or shape, 2 internal error.");
   cmd->add_option("specs", args->specs, "spec files (JSON)")->required()->type_name("SPEC");
@@ -232,6 +266,13 @@ void register_explain_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--window-left", args->shape.window_left, "window kernels: keys before the diagonal (-1: all)")
       ->capture_default_str();
   cmd->add_option("--window-right", args->shape.window_right, "window kernels: keys after the diagonal (-1: all)")
+      ->capture_default_str();
+  cmd->add_flag("--profile", args->profile,
+                "also run each kernel on the cpu backend, count its work and show the cost model's predicted time "
+                "per chip (as mfagen profile; slower)");
+  cmd->add_option("--chip", args->chips, "--profile: chips to predict for (all, or names separated by commas)")
+      ->capture_default_str();
+  cmd->add_option("--sample", args->sample, "--profile: threadgroups executed per launch (0: all)")
       ->capture_default_str();
   cmd->callback([args, &action] { action = [args] { return run_explain(*args); }; });
 }

@@ -29,7 +29,8 @@ std::map<uint32_t, BufferTraffic> DispatchResult::traffic() const {
 }
 
 DispatchResult execute(const Module& module, const DispatchPlan& plan,
-                       const std::map<uint32_t, std::span<std::byte>>& tensors, const Detectors& detectors) {
+                       const std::map<uint32_t, std::span<std::byte>>& tensors, const Detectors& detectors,
+                       const ProfileOptions& profile) {
   std::map<uint32_t, std::span<std::byte>> bound;
   std::vector<std::vector<std::byte>> scratch;
   std::vector<std::byte> params = plan.params;  // kernels read it through a constant reference
@@ -57,6 +58,7 @@ DispatchResult execute(const Module& module, const DispatchPlan& plan,
     options.threads_per_threadgroup = {l.threads_per_threadgroup[0], l.threads_per_threadgroup[1],
                                        l.threads_per_threadgroup[2]};
     options.detectors = detectors;
+    options.profile = profile;
     for (uint32_t index : l.buffers) options.buffers.push_back({index, bound.at(index)});
     result.launches.push_back(launch(module, l.entry, options));
   }

@@ -13,6 +13,9 @@
 //   inlining chain) is not counted on its own. The markers are removed.
 // * Everything else is classified instruction by instruction (classify()),
 //   each vector element counting once (Apple GPUs are scalar per thread).
+//   Free: register moves and casts, phis, branches, fneg/fabs (source
+//   modifiers), accesses to the thread's own memory (registers on a GPU),
+//   and address arithmetic that folds into a load or store.
 //
 // Each block that issues anything gets a counter: `counters[i] += 1`, where
 // `counters` = __mf_profile_counters(function) at function entry is the
@@ -26,6 +29,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/GlobalVariable.h"
@@ -68,8 +72,32 @@ Type* scalar(Type* T) { return T->getScalarType(); }
 
 bool isHalf(Type* T) { return scalar(T)->isHalfTy() || scalar(T)->isBFloatTy(); }
 
-// 64-bit integer operations take two 32-bit ALU operations on the GPU.
-uint64_t intWidthFactor(Type* T) { return scalar(T)->getPrimitiveSizeInBits() > 32 ? 2 : 1; }
+// Integer operations count once whatever their width: on x86 clang widens
+// 32-bit index arithmetic to 64 bits for addressing, which a GPU compiler
+// keeps in 32 bits; genuinely 64-bit arithmetic is rare in kernels.
+uint64_t intWidthFactor(Type*) { return 1; }
+
+// True if `Pointer` points into the thread's own memory (an alloca, maybe
+// through GEPs and address-space casts): registers on a GPU. So are the
+// launch arguments an entry thunk (__mf_kernel_NAME) reads: on a GPU the
+// thread position and buffer addresses arrive in registers.
+bool isPrivate(const Value* Pointer) {
+  const Value* Object = getUnderlyingObject(Pointer);
+  if (isa<AllocaInst>(Object)) return true;
+  const auto* Arg = dyn_cast<Argument>(Object);
+  return Arg && Arg->getParent()->getName().startswith(mfagen::cpu::abi::kEntryPrefix);
+}
+
+// True if every user of a GEP is a load or store addressing through it:
+// Apple GPUs fold base + scaled index into the memory instruction.
+bool foldsIntoMemoryAccess(const Instruction& Gep) {
+  for (const User* U : Gep.users()) {
+    if (const auto* L = dyn_cast<LoadInst>(U); L && L->getPointerOperand() == &Gep) continue;
+    if (const auto* S = dyn_cast<StoreInst>(U); S && S->getPointerOperand() == &Gep) continue;
+    return false;
+  }
+  return true;
+}
 
 Op floatOp(Type* T, Op f32, Op f16) { return isHalf(T) ? f16 : f32; }
 
@@ -230,7 +258,8 @@ class BlockCounter {
       case Instruction::FPExt:
         return add(Ops, Op::widen, N);
       case Instruction::GetElementPtr:
-        if (!cast<GetElementPtrInst>(I).hasAllConstantIndices() && addressSpace(I.getType()) != 0)
+        if (!cast<GetElementPtrInst>(I).hasAllConstantIndices() && addressSpace(I.getType()) != 0 &&
+            !isPrivate(&I) && !foldsIntoMemoryAccess(I))
           add(Ops, Op::address, 1);
         return;
       case Instruction::Load:
@@ -281,7 +310,7 @@ class BlockCounter {
   // thread's own memory: registers on a GPU, not counted.
   void classifyAccess(Value* Pointer, Type* ValueType, bool Store, bool Atomic, OpList& Ops) {
     const unsigned AS = addressSpace(Pointer->getType());
-    if (AS == 0) return;
+    if (AS == 0 || isPrivate(Pointer)) return;
     if (Atomic) return add(Ops, atomicOp(Pointer), 1);
     const uint64_t Bytes = M.getDataLayout().getTypeStoreSize(ValueType).getFixedValue();
     const uint64_t Instructions = (Bytes + 15) / 16;

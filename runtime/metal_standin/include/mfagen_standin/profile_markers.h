@@ -34,10 +34,18 @@ enum __mf_profile_op : unsigned int {
   __mf_op_simd_reduce = 52,
 };
 
+// In a profiling compile the simdgroup_matrix built-ins (__MF_OP_FUNC) are
+// also kept out of line: on the GPU each is one instruction, so inlining
+// their large bodies here would make the optimizer's unrolling decisions for
+// the kernel around them unlike the GPU compiler's (loops around an MMA would
+// stay rolled and recompute their index arithmetic). Collectives and barriers
+// stay inline: the executor tells their call sites apart by return address.
 #ifdef __MF_PROFILE
+#define __MF_OP_FUNC inline __attribute__((noinline))
 #define __MF_OP(op, amount) \
   ((void)__builtin_annotation(static_cast<unsigned int>(op) | (static_cast<unsigned int>(amount) << 8), "mfagen.op"))
 #else
+#define __MF_OP_FUNC inline __attribute__((always_inline))
 #define __MF_OP(op, amount) ((void)0)
 #endif
 

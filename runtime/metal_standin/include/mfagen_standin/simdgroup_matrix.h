@@ -125,28 +125,28 @@ METAL_FUNC void __mf_sgm_store(const simdgroup_matrix<T, C, R>& a, P dst, ulong 
 }
 
 template <class T, int C, int R>
-METAL_FUNC void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __global T* src, ulong elements_per_row = C,
+__MF_OP_FUNC void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __global T* src, ulong elements_per_row = C,
                                ulong2 matrix_origin = 0, bool transpose_matrix = false) {
   __MF_OP(__mf_op_sgm_load_device, 1);
   __MF_OP(__mf_op_sgm_load_device_bytes, 64 * sizeof(T));
   __mf_sgm_load(d, src, elements_per_row, matrix_origin, transpose_matrix);
 }
 template <class T, int C, int R>
-METAL_FUNC void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __local T* src, ulong elements_per_row = C,
+__MF_OP_FUNC void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __local T* src, ulong elements_per_row = C,
                                ulong2 matrix_origin = 0, bool transpose_matrix = false) {
   __MF_OP(__mf_op_sgm_load_threadgroup, 1);
   __MF_OP(__mf_op_sgm_load_threadgroup_bytes, 64 * sizeof(T));
   __mf_sgm_load(d, src, elements_per_row, matrix_origin, transpose_matrix);
 }
 template <class T, int C, int R>
-METAL_FUNC void simdgroup_store(simdgroup_matrix<T, C, R> a, __global T* dst, ulong elements_per_row = C,
+__MF_OP_FUNC void simdgroup_store(simdgroup_matrix<T, C, R> a, __global T* dst, ulong elements_per_row = C,
                                 ulong2 matrix_origin = 0, bool transpose_matrix = false) {
   __MF_OP(__mf_op_sgm_store_device, 1);
   __MF_OP(__mf_op_sgm_store_device_bytes, 64 * sizeof(T));
   __mf_sgm_store(a, dst, elements_per_row, matrix_origin, transpose_matrix);
 }
 template <class T, int C, int R>
-METAL_FUNC void simdgroup_store(simdgroup_matrix<T, C, R> a, __local T* dst, ulong elements_per_row = C,
+__MF_OP_FUNC void simdgroup_store(simdgroup_matrix<T, C, R> a, __local T* dst, ulong elements_per_row = C,
                                 ulong2 matrix_origin = 0, bool transpose_matrix = false) {
   __MF_OP(__mf_op_sgm_store_threadgroup, 1);
   __MF_OP(__mf_op_sgm_store_threadgroup_bytes, 64 * sizeof(T));
@@ -163,7 +163,7 @@ inline constexpr unsigned int __mf_mma_op =
         ? (__is_same(TC, float) ? __mf_op_mma_bf16_f32 : __mf_op_mma_bf16_bf16)
         : (__is_same(TC, float) ? __mf_op_mma_f16_f32 : __mf_op_mma_f16_f16);
 template <class TD, class TA, class TB, class TC>
-METAL_FUNC void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
+__MF_OP_FUNC void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
                                               const simdgroup_matrix<TB, 8, 8>& b,
                                               const simdgroup_matrix<TC, 8, 8>& c) {
   __MF_OP((__mf_mma_op<TA, TB, TC>), 1);

@@ -25,8 +25,11 @@ struct DispatchResult {
 };
 
 // `tensors` holds every non-scratch buffer of the plan except params, each at
-// least as large as the plan requires (LaunchError otherwise).
+// least as large as the plan requires (LaunchError otherwise). With
+// `profile.enabled` (a module compiled for profiling) each launch's
+// LaunchResult carries its profile.
 DispatchResult execute(const Module& module, const DispatchPlan& plan,
-                       const std::map<uint32_t, std::span<std::byte>>& tensors, const Detectors& detectors = {});
+                       const std::map<uint32_t, std::span<std::byte>>& tensors, const Detectors& detectors = {},
+                       const ProfileOptions& profile = {});
 
 }  // namespace mfagen::cpu

@@ -1,0 +1,95 @@
+// `mfagen profile SPEC...`: what a generated kernel costs on Apple GPUs, as a
+// model predicts it from the work counted on the cpu backend (DESIGN.md
+// section 14, docs/profile.md, docs/cost_model.md). Each spec file is one
+// call, selected and dispatched as `mfagen run` would, on synthetic inputs;
+// several files are compared side by side.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "errors.h"
+#include "profile/spec_profile.h"
+#include "profile_output.h"
+
+namespace mfagen::cli {
+namespace {
+
+struct ProfileArgs {
+  std::vector<std::string> specs;
+  profile::SpecCall call;
+  std::string dtype, causal;
+  std::optional<uint32_t> head_dim, head_dim_v;
+  ProfileOutputArgs output;
+};
+
+template <class Enum, size_t N>
+std::optional<Enum> parse_choice(const std::string& text, const std::array<Enum, N>& all, const char* option) {
+  if (text.empty()) return std::nullopt;
+  for (Enum e : all)
+    if (spec::to_string(e) == text) return e;
+  throw UserError(fmt::format("{} {}: not a valid value", option, text));
+}
+
+int run_profile(const ProfileArgs& args) {
+  check_profile_output(args.output);
+  profile::SpecCall call = args.call;
+  if (call.shape.heads_q % call.shape.heads_kv != 0)
+    throw UserError(fmt::format("--heads-kv {} must divide --heads-q {}", call.shape.heads_kv, call.shape.heads_q));
+  call.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
+  call.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
+  call.head_dim = args.head_dim;
+  call.head_dim_v = args.head_dim_v;
+  call.sample_threadgroups = args.output.sample;
+  std::vector<profile::KernelWork> work;
+  for (const std::string& spec : args.specs) {
+    call.spec_file = spec;
+    work.push_back(profile::profile_spec_call(call));
+  }
+  report_profiles(std::move(work), args.output, "mfagen profile");
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_profile_command(CLI::App& app, CommandAction& action) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand("profile", "Predict a generated kernel's time on Apple GPUs from counted work");
+  cmd->footer(
+      "For each spec file: the kernel a call of this shape selects (as `mfagen run` selects it; narrow\n"
+      "the set with --dtype, --causal, --head-dim), dispatched as the runtime would, runs on synthetic\n"
+      "inputs on the cpu backend with its operations counted per simdgroup (docs/profile.md). A cost\n"
+      "model turns the counts into a predicted time, TFLOPS, utilization and the limiting bound per\n"
+      "chip (docs/cost_model.md; every constant cites its source or says it is an assumption). Every\n"
+      "time printed is a MODEL PREDICTION, not a measurement on an Apple GPU. Large launches execute\n"
+      "--sample threadgroups and extrapolate.\n\n"
+      "Example:\n"
+      "  mfagen profile specs/llama.json --heads-q 32 --heads-kv 8 --seq-q 8192 --seq-k 8192 --chip m3_max\n\n"
+      "Exit status: 0 ok, 1 bad spec, shape or option, 2 internal error.");
+  cmd->add_option("specs", args->specs, "spec files (JSON); one call each")->required()->type_name("SPEC");
+  plan::CostShape& s = args->call.shape;
+  cmd->add_option("--batch", s.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--heads-q", s.heads_q, "query heads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--heads-kv", s.heads_kv, "key/value heads (must divide --heads-q)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-q", s.seq_q, "query sequence length")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-k", s.seq_k, "key sequence length")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--window-left", s.window_left, "window kernels: keys before the diagonal (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("--window-right", s.window_right, "window kernels: keys after the diagonal (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "only kernels of this dtype: float16, bfloat16, float32");
+  cmd->add_option("--causal", args->causal, "only kernels of this causal mode: none, top_left, bottom_right");
+  cmd->add_option("--head-dim", args->head_dim, "only kernels of this head_dim");
+  cmd->add_option("--head-dim-v", args->head_dim_v, "only kernels of this head_dim_v");
+  add_profile_output_options(*cmd, args->output);
+  cmd->callback([args, &action] { action = [args] { return run_profile(*args); }; });
+}
+
+}  // namespace mfagen::cli

@@ -1,0 +1,181 @@
+#include "profile/spec_profile.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "mfagen/cpu/execute_dispatch.h"
+#include "plan/kernel_plan.h"
+#include "profile/launch_work.h"
+#include "session/call_error.h"
+#include "session/kernel_selection.h"
+#include "session/spec_library.h"
+#include "session/tensor_encoding.h"
+
+namespace mfagen::profile {
+namespace {
+
+// The first kernel of the set the filters allow: its features are the call's
+// (a call of `mfagen run` states them through its inputs and options).
+const KernelEntry& first_candidate(const session::SpecLibrary& set, const SpecCall& call) {
+  for (const KernelEntry& k : set.library.kernels()) {
+    const spec::KernelSpec& s = set.plan_of(k).spec;
+    if (call.dtype && s.dtype != *call.dtype) continue;
+    if (call.causal && s.causal != *call.causal) continue;
+    if (call.head_dim && s.head_dim != *call.head_dim) continue;
+    if (call.head_dim_v && s.head_dim_v != *call.head_dim_v) continue;
+    return k;
+  }
+  throw session::CallError(fmt::format("{} has no kernel with the dtype, causal mode and head dims asked for",
+                                       call.spec_file));
+}
+
+session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call) {
+  session::CallRequest r;
+  r.batch = call.shape.batch;
+  r.heads_q = call.shape.heads_q;
+  r.heads_kv = p.spec.gqa ? call.shape.heads_kv : call.shape.heads_q;
+  r.seq_q = call.shape.seq_q;
+  r.seq_k = call.shape.seq_k;
+  r.head_dim = p.spec.head_dim;
+  r.head_dim_v = p.spec.head_dim_v;
+  r.dtype = p.spec.dtype;
+  r.causal = p.spec.causal;
+  r.has_mask = p.spec.mask != spec::MaskKind::none;
+  r.alibi = p.spec.alibi;
+  r.softcap = p.spec.softcap;
+  r.window = p.spec.window;
+  r.backward = p.spec.kind == spec::Kind::backward;
+  return r;
+}
+
+// `bytes` filled with a block of uniform values in [-1, 1] rounded to the
+// dtype, repeated (the values matter little to the counts; a fixed seed keeps
+// runs identical).
+void fill_random(std::span<std::byte> bytes, spec::DType dtype) {
+  std::mt19937 rng(20261124);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<double> block(4096);
+  for (double& x : block) x = session::round_to_element(dtype, uniform(rng));
+  const std::vector<std::byte> encoded = session::encode_elements(block, dtype);
+  for (size_t at = 0; at < bytes.size(); at += encoded.size())
+    std::memcpy(bytes.data() + at, encoded.data(), std::min(encoded.size(), bytes.size() - at));
+}
+
+void fill_float(std::span<std::byte> bytes, float value) {
+  for (size_t at = 0; at + sizeof(float) <= bytes.size(); at += sizeof(float)) std::memcpy(bytes.data() + at, &value, 4);
+}
+
+// Synthetic inputs for every tensor of the plan: q, k, v (and dO, out for
+// backward) random; lse as a softmax over the keys would give; masks let
+// everything through; ALiBi slopes small.
+std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan& dispatch, const plan::KernelPlan& p,
+                                                             const plan::CostShape& shape) {
+  std::map<uint32_t, std::vector<std::byte>> tensors;
+  for (const BufferRequirement& b : dispatch.buffers) {
+    if (b.scratch || b.index == plan::kParamsIndex) continue;
+    std::vector<std::byte>& bytes = tensors[b.index];
+    bytes.assign(b.bytes, std::byte{0});
+    switch (b.index) {
+      case plan::kQIndex:
+      case plan::kKIndex:
+      case plan::kVIndex:
+      case plan::kDOutIndex:
+      case plan::kOutIndex:
+        fill_random(bytes, p.spec.dtype);
+        break;
+      case plan::kLseIndex:
+        fill_float(bytes, float(std::log(double(shape.seq_k)) + 0.5));
+        break;
+      case plan::kMaskIndex:
+        if (p.spec.mask == spec::MaskKind::boolean) std::fill(bytes.begin(), bytes.end(), std::byte{1});
+        break;  // additive: zeros, every key visible
+      case plan::kAlibiIndex:
+        fill_float(bytes, 0.0625f);
+        break;
+      default:
+        break;
+    }
+  }
+  return tensors;
+}
+
+std::string shape_text(const plan::KernelPlan& p, const plan::CostShape& s) {
+  std::string text = fmt::format("B {}, Hq {}, Hkv {}, Sq {}, Sk {}, D {}", s.batch, s.heads_q, s.heads_kv, s.seq_q,
+                                 s.seq_k, p.spec.head_dim);
+  if (p.spec.head_dim_v != p.spec.head_dim) text += fmt::format(", Dv {}", p.spec.head_dim_v);
+  text += fmt::format(", {}, causal {}", spec::to_string(p.spec.dtype), spec::to_string(p.spec.causal));
+  if (p.spec.window) text += fmt::format(", window ({}, {})", s.window_left, s.window_right);
+  return text;
+}
+
+// Dispatches `entry` for the shape as the runtime would, runs it on synthetic
+// inputs compiled for profiling, and collects the counts of every launch.
+KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& entry, const plan::CostShape& shape,
+                         uint64_t sample_threadgroups, const std::string& origin) {
+  const plan::KernelPlan& p = set.plan_of(entry);
+  const AttentionShape attention{shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
+  ForwardCall forward;
+  forward.shape = attention;
+  forward.strides = contiguous_bhsd(attention, p.spec.head_dim, p.spec.head_dim_v);
+  if (p.spec.softcap) forward.softcap = 30;
+  if (p.spec.window) forward.window_left = shape.window_left, forward.window_right = shape.window_right;
+  if (p.spec.mask != spec::MaskKind::none) forward.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
+  const DispatchPlan dispatch = session::dispatch_for(entry, forward);
+
+  std::map<uint32_t, std::vector<std::byte>> storage = synthetic_tensors(dispatch, p, shape);
+  std::map<uint32_t, std::span<std::byte>> tensors;
+  for (auto& [index, bytes] : storage) tensors[index] = bytes;
+
+  cpu::CompileOptions options;
+  options.profile = true;
+  const auto module = cpu::compile(set.source_of(entry), entry.file, options);
+  cpu::ProfileOptions profile;
+  profile.enabled = true;
+  profile.sample_threadgroups = sample_threadgroups;
+  // Counting only: the generated kernels are proven by the test suite with
+  // every detector on; here the detectors would only slow the count down.
+  const cpu::DispatchResult result =
+      cpu::execute(*module, dispatch, tensors, cpu::Detectors{false, false, false, false}, profile);
+
+  KernelWork work;
+  work.name = entry.name;
+  work.origin = origin;
+  work.shape = shape_text(p, shape);
+  work.useful_flops = p.spec.kind == spec::Kind::backward ? plan::backward_cost(p, shape).flops
+                                                          : plan::forward_cost(p, shape).flops;
+  for (size_t i = 0; i < dispatch.launches.size(); ++i) {
+    const KernelLaunch& l = dispatch.launches[i];
+    LaunchShape launch{l.entry,
+                       {l.threadgroups[0], l.threadgroups[1], l.threadgroups[2]},
+                       {l.threads_per_threadgroup[0], l.threads_per_threadgroup[1], l.threads_per_threadgroup[2]},
+                       {}};
+    for (const BufferRequirement& b : dispatch.buffers) launch.buffer_sizes.emplace_back(b.index, b.bytes);
+    work.launches.push_back(to_launch_work(launch, *result.launches.at(i).profile));
+  }
+  return work;
+}
+
+}  // namespace
+
+KernelWork profile_spec_call(const SpecCall& call) {
+  const session::SpecLibrary set = session::SpecLibrary::from_spec_files({call.spec_file});
+  const plan::KernelPlan& first = set.plan_of(first_candidate(set, call));
+  const session::CallRequest request = request_for(first, call);
+  const KernelEntry& entry = session::select_kernel(set.library, request, call.spec_file);
+  plan::CostShape shape = call.shape;
+  shape.heads_kv = request.heads_kv;
+  return profile_entry(set, entry, shape, call.sample_threadgroups, call.spec_file);
+}
+
+KernelWork profile_plan_call(const plan::KernelPlan& kernel, const plan::CostShape& shape,
+                             uint64_t sample_threadgroups) {
+  const session::SpecLibrary set(std::vector<plan::KernelPlan>{kernel});
+  return profile_entry(set, set.library.kernels().front(), shape, sample_threadgroups, kernel.spec.origin.file);
+}
+
+}  // namespace mfagen::profile

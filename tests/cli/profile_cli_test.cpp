@@ -1,0 +1,136 @@
+// `mfagen profile`, `mfagen exec --profile` and `mfagen explain --profile`
+// end to end: the built binary on a small spec and a hand-written kernel;
+// reports say they are model predictions; bad options are clear errors that
+// write nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/npy.h"
+#include "run_process.h"
+
+namespace mfagen {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class ProfileCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (std::string("mfagen_profile_cli_") + info->name() + "_" +
+                                        std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    spec_ = dir_ / "spec.json";
+    std::ofstream(spec_) << R"({"kernels": [{"dtype": "float16", "head_dim": 64, "causal": ["none", "bottom_right"]}]})";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  test::ProcessResult mfagen(std::vector<std::string> args) {
+    args.insert(args.begin(), MFAGEN_EXE);
+    return test::run_process(args, dir_);
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  fs::path dir_, spec_;
+};
+
+TEST_F(ProfileCli, TextJsonAndHtmlReportsForASpecCall) {
+  const fs::path json = dir_ / "profile.json", html = dir_ / "report.html";
+  auto r = mfagen({"profile", spec_.string(), "--causal", "bottom_right", "--heads-q", "2", "--heads-kv", "1",
+                   "--seq-q", "128", "--seq-k", "128", "--chip", "m1_max,m3_max", "--json-out", json.string(),
+                   "--report", html.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("predictions of a model"));
+  EXPECT_THAT(r.out, HasSubstr("M1 Max"));
+  EXPECT_THAT(r.out, HasSubstr("M3 Max"));
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f16_d64_causal_br_gqa"));
+
+  const nlohmann::json j = nlohmann::json::parse(read(json));
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  const auto& k = j["kernels"][0];
+  EXPECT_EQ(k["name"], "attn_fwd_f16_d64_causal_br_gqa");
+  EXPECT_GT(k["launches"][0]["ops"]["mma_f32_f32"].get<double>(), 0);
+  ASSERT_EQ(k["predictions"].size(), 2u);
+  for (const auto& p : k["predictions"]) {
+    EXPECT_GT(p["seconds"].get<double>(), 0);
+    EXPECT_GT(p["utilization"].get<double>(), 0);
+    EXPECT_LE(p["utilization"].get<double>(), 1);
+  }
+  const std::string page = read(html);
+  EXPECT_THAT(page, HasSubstr("<!DOCTYPE html>"));
+  EXPECT_THAT(page, HasSubstr("<svg"));
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("http")));
+}
+
+TEST_F(ProfileCli, SideBySideOfTwoSpecFiles) {
+  const fs::path other = dir_ / "other.json";
+  std::ofstream(other) << R"({"dtype": "float32", "head_dim": 64})";
+  auto r = mfagen({"profile", spec_.string(), other.string(), "--causal", "none", "--heads-q", "1", "--heads-kv",
+                   "1", "--seq-q", "64", "--seq-k", "64", "--chip", "m2_max", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["kernels"].size(), 2u);
+  EXPECT_EQ(j["kernels"][0]["name"], "attn_fwd_f16_d64_gqa");
+  EXPECT_EQ(j["kernels"][1]["name"], "attn_fwd_f32_d64_gqa");
+}
+
+TEST_F(ProfileCli, ExecProfilesAnyKernel) {
+  const std::vector<float> ones(64 * 4, 1.0f), zeros(64, 0.0f);
+  io::NpyArray in = io::NpyArray::from(std::span<const float>(ones));
+  io::NpyArray out = io::NpyArray::from(std::span<const float>(zeros));
+  io::write_npy_atomic(dir_ / "in.npy", in);
+  io::write_npy_atomic(dir_ / "out.npy", out);
+  auto r = mfagen({"exec", (fs::path(MFAGEN_TEST_DATA_DIR) / "../cpu/kernels/profile_counts.metal").string(),
+                   "--entry", "divergent", "--threadgroups", "1", "--threads-per-threadgroup", "64", "--buffer",
+                   "0=" + (dir_ / "in.npy").string(), "--buffer", "1=" + (dir_ / "out.npy").string(), "--out-dir",
+                   (dir_ / "o").string(), "--profile", "--chip", "m1", "--json", "--name", "mine"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const auto& ops = j["kernels"][0]["launches"][0]["ops"];
+  EXPECT_EQ(j["kernels"][0]["name"], "mine");
+  EXPECT_EQ(ops["exp2"], 2);
+  EXPECT_EQ(ops["log2"], 2);
+  EXPECT_EQ(ops["f32_fma"], 62);
+  EXPECT_EQ(j["kernels"][0]["predictions"][0]["chip"], "M1");
+}
+
+TEST_F(ProfileCli, ExplainShowsThePredictionBesideItsFigures) {
+  auto r = mfagen({"explain", spec_.string(), "--heads-q", "1", "--heads-kv", "1", "--seq-q", "64", "--seq-k", "64",
+                   "--profile", "--chip", "m5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kernel device bytes:"));
+  EXPECT_THAT(r.out, HasSubstr("predicted M5:"));
+  EXPECT_THAT(r.out, HasSubstr("cost model, not measured"));
+}
+
+TEST_F(ProfileCli, BadChipAndUnmatchedKernelAreUserErrorsThatWriteNothing) {
+  const fs::path json = dir_ / "never.json";
+  auto r = mfagen({"profile", spec_.string(), "--chip", "m9_ultra", "--json-out", json.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--chip m9_ultra"));
+  EXPECT_THAT(r.err, HasSubstr("M3 Max"));
+  EXPECT_FALSE(fs::exists(json));
+
+  r = mfagen({"profile", spec_.string(), "--dtype", "bfloat16", "--json-out", json.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(spec_.string()));
+  EXPECT_FALSE(fs::exists(json));
+}
+
+}  // namespace
+}  // namespace mfagen
