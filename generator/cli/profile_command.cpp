@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "errors.h"
+#include "spec_choice.h"
 #include "profile/spec_profile.h"
 #include "profile_output.h"
 
@@ -27,14 +28,6 @@ struct ProfileArgs {
   std::optional<uint32_t> head_dim, head_dim_v;
   ProfileOutputArgs output;
 };
-
-template <class Enum, size_t N>
-std::optional<Enum> parse_choice(const std::string& text, const std::array<Enum, N>& all, const char* option) {
-  if (text.empty()) return std::nullopt;
-  for (Enum e : all)
-    if (spec::to_string(e) == text) return e;
-  throw UserError(fmt::format("{} {}: not a valid value", option, text));
-}
 
 int run_profile(const ProfileArgs& args) {
   check_profile_output(args.output);

@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "errors.h"
+#include "spec_choice.h"
 #include "io/npy.h"
 #include "mfagen/cpu/backend.h"
 #include "mfagen/cpu_backend.h"
@@ -77,14 +78,6 @@ void require_same(const InputTensor& a, size_t da, const InputTensor& b, size_t 
   if (a.shape[da] != b.shape[db])
     throw UserError(fmt::format("{} has shape {} but {} has shape {}: {} must match", a.what,
                                 io::shape_repr(a.shape), b.what, io::shape_repr(b.shape), meaning));
-}
-
-template <class Enum, size_t N>
-std::optional<Enum> parse_choice(const std::string& text, const std::array<Enum, N>& all, const char* option) {
-  if (text.empty()) return std::nullopt;
-  for (Enum e : all)
-    if (spec::to_string(e) == text) return e;
-  throw UserError(fmt::format("{} {}: not a valid value", option, text));
 }
 
 void write_output(const std::filesystem::path& path, std::span<const float> values, std::vector<uint64_t> shape) {

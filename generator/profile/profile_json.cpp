@@ -29,10 +29,24 @@ double total_counted_flops(const KernelWork& work) {
   return flops;
 }
 
-nlohmann::json launch_json(const LaunchWork& l) {
+// Only the nonzero counts, by op name.
+nlohmann::json ops_json(const OpCounts& counts) {
   nlohmann::json ops = nlohmann::json::object();
   for (uint32_t i = 0; i < kOpCount; ++i)
-    if (l.ops[i] != 0) ops[std::string(kOpNames[i])] = count_json(l.ops[i]);
+    if (counts[i] != 0) ops[std::string(kOpNames[i])] = count_json(counts[i]);
+  return ops;
+}
+
+nlohmann::json launch_json(const LaunchWork& l) {
+  nlohmann::json ops = ops_json(l.ops);
+  // The executed threadgroups (per threadgroup and per simdgroup counts), in grid order.
+  nlohmann::json executed = nlohmann::json::array();
+  for (const ThreadgroupClass& c : l.classes)
+    executed.push_back({{"represents", c.threadgroups},
+                        {"ops", ops_json(c.ops)},
+                        {"busiest_simdgroup_ops", ops_json(c.max_simdgroup_ops)},
+                        {"device_bytes", c.device_bytes},
+                        {"threadgroup_bytes", c.threadgroup_bytes}});
   nlohmann::json buffers = nlohmann::json::array();
   for (const LaunchWork::Buffer& b : l.buffers)
     buffers.push_back({{"index", b.index}, {"size", b.size}, {"bytes_read", b.bytes_read}, {"bytes_written", b.bytes_written}});
@@ -51,7 +65,8 @@ nlohmann::json launch_json(const LaunchWork& l) {
           {"device_bytes_unique", l.device_bytes_unique},
           {"threadgroup_bytes_read", l.threadgroup_bytes_read},
           {"threadgroup_bytes_written", l.threadgroup_bytes_written},
-          {"buffers", std::move(buffers)}};
+          {"buffers", std::move(buffers)},
+          {"executed_threadgroups", std::move(executed)}};
 }
 
 nlohmann::json prediction_json(const Prediction& p) {
