@@ -14,8 +14,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ChipTables, SevenChipsInOrderWithDistinctNames) {
-  const std::vector<std::string> expected = {"M1", "M1 Max", "M2 Max", "M3 Max", "M4", "M4 Max", "M5"};
+TEST(ChipTables, EveryChipInOrderWithDistinctNames) {
+  const std::vector<std::string> expected = {"M1", "M1 Max", "M2 Max", "M3 Max", "M3 Ultra", "M4", "M4 Max", "M5"};
   ASSERT_EQ(chips().size(), expected.size());
   std::set<std::string> names;
   for (size_t i = 0; i < expected.size(); ++i) {
