@@ -10,7 +10,7 @@
 // The numbers are the indices of mfagen::cpu::profile::Op
 // (runtime/backends/cpu/include/mfagen/cpu/profile_ops.h), which this
 // header cannot include (no C++ standard library in kernels);
-// tests/cpu/profile_markers_test checks that the two lists agree.
+// tests/cpu/profile_counts_test.cpp checks that the two lists agree.
 #pragma once
 
 enum __mf_profile_op : unsigned int {
