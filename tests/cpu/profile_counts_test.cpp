@@ -72,6 +72,10 @@ TEST(ProfileCounts, DivergentBranchesAndLoopsArePaidByTheWholeSimdgroup) {
   EXPECT_EQ(r.profile->traffic.at(1).bytes_written, 64 * 4);
   EXPECT_EQ(r.profile->samples.size(), 1u);
   EXPECT_EQ(r.profile->samples[0].busiest_simdgroup[static_cast<uint32_t>(Op::f32_fma)], 31);
+  // A handful of live values (the float4, x, acc, the loop counter, pointers):
+  // the estimate is of that order, not zero and not the module's total.
+  EXPECT_GE(r.profile->registers_per_thread, 6u);
+  EXPECT_LE(r.profile->registers_per_thread, 40u);
 }
 
 TEST(ProfileCounts, BarriersCollectivesAndThreadgroupBytes) {
