@@ -42,6 +42,8 @@ const std::vector<ChipField>& chip_fields() {
       {"max_threadgroup_memory_per_threadgroup", &Chip::max_threadgroup_memory_per_threadgroup,
        "threadgroup memory one threadgroup may allocate, bytes"},
       {"register_file_bytes_per_core", &Chip::register_file_bytes_per_core, "register file per core, bytes"},
+      {"max_registers_per_thread", &Chip::max_registers_per_thread,
+       "32-bit registers one thread may use (beyond: spills)"},
       {"max_threads_per_core", &Chip::max_threads_per_core, "resident threads per core"},
       {"saturation_simdgroups_per_core", &Chip::saturation_simdgroups_per_core,
        "resident simdgroups that saturate the ALUs"},

@@ -46,6 +46,7 @@ struct Chip {
   double threadgroup_bandwidth_bytes_per_cycle_per_core = 0;
   double max_threadgroup_memory_per_threadgroup = 0;
   double register_file_bytes_per_core = 0;
+  double max_registers_per_thread = 0;  // a kernel needing more spills (occupancy counts at most this)
   double max_threads_per_core = 0;
   double saturation_simdgroups_per_core = 0;  // resident simdgroups that saturate the ALUs
   double barrier_cycles = 0;                  // per threadgroup_barrier per simdgroup

@@ -172,8 +172,12 @@ Occupancy occupancy(const Chip& c, const LaunchWork& l) {
   const Limit limits[] = {
       {"threadgroup memory",
        std::floor(c.threadgroup_memory_bytes_per_core / std::max<double>(1, l.threadgroup_memory_bytes))},
+      // A kernel whose estimate exceeds what one thread may use spills the
+      // rest (spill traffic is not modelled); it still occupies the maximum.
       {"registers", l.registers_per_thread > 0
-                        ? std::floor(c.register_file_bytes_per_core / (4.0 * l.registers_per_thread * threads))
+                        ? std::floor(c.register_file_bytes_per_core /
+                                     (4.0 * std::min<double>(l.registers_per_thread, c.max_registers_per_thread) *
+                                      threads))
                         : inf},
       {"threads", std::floor(c.max_threads_per_core / threads)},
   };

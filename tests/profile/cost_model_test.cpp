@@ -235,6 +235,23 @@ TEST(Occupancy, LimitedByRegistersOrThreads) {
   EXPECT_EQ(o.threadgroups_per_core, 1u);
 }
 
+// A register estimate above what one thread may use means spilling, not
+// ever fewer resident threadgroups: occupancy counts at most the maximum.
+TEST(Occupancy, RegistersBeyondThePerThreadMaximumSpill) {
+  const Chip& c = find_chip("M3 Max");
+  LaunchWork l = launch(100, mixed_ops());
+  l.threadgroup_memory_bytes = 1024;
+  l.threads_per_threadgroup = 128;
+  l.simdgroups_per_threadgroup = 4;
+  l.registers_per_thread = static_cast<uint32_t>(c.max_registers_per_thread);
+  const Occupancy at_max = occupancy(c, l);
+  l.registers_per_thread = static_cast<uint32_t>(4 * c.max_registers_per_thread);
+  const Occupancy beyond = occupancy(c, l);
+  EXPECT_EQ(beyond.threadgroups_per_core, at_max.threadgroups_per_core);
+  EXPECT_EQ(at_max.threadgroups_per_core,
+            static_cast<uint32_t>(c.register_file_bytes_per_core / (4.0 * c.max_registers_per_thread * 128)));
+}
+
 // 40 x 1 threadgroups on a 40-core M3 Max, computed from the chip's constants.
 TEST(CostModel, HandComputedCase) {
   const Chip& c = find_chip("M3 Max");

@@ -27,15 +27,11 @@ std::optional<ProfileTable> ProfileTable::read(void* handle) {
 }
 
 uint32_t ProfileTable::registers_of(const std::string& entry) const {
-  // The thunk __mf_kernel_NAME calls NAME, which clang normally inlines;
-  // when it does not, NAME's own estimate is the kernel's.
-  // NAME's mangled name starts with _Z<length of NAME><NAME> (Itanium ABI).
-  const std::string mangled = "_Z" + std::to_string(entry.size()) + entry;
-  uint32_t registers = 0;
+  // The pass gives the entry thunk the largest estimate of itself and the
+  // kernel function it calls (ProfileCounters.cpp).
   for (const Function& f : functions)
-    if (f.name == abi::kEntryPrefix + entry || f.name == entry || f.name.starts_with(mangled))
-      registers = std::max(registers, f.registers);
-  return registers;
+    if (f.name == abi::kEntryPrefix + entry) return f.registers;
+  return 0;
 }
 
 }  // namespace mfagen::cpu

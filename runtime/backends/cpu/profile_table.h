@@ -24,7 +24,8 @@ struct ProfileTable {
 
   // The tables of a dlopen'ed module, or nullopt if it was not compiled for profiling.
   static std::optional<ProfileTable> read(void* handle);
-  // Estimated registers of kernel `entry`: its entry thunk and what it calls directly.
+  // Estimated registers of kernel `entry` (its entry thunk's record, which
+  // includes the kernel function the thunk calls).
   uint32_t registers_of(const std::string& entry) const;
 };
 

@@ -29,6 +29,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
@@ -127,6 +128,7 @@ class BlockCounter {
       if (F.isDeclaration()) continue;
       countFunction(F);
     }
+    includeCalleesInEntryThunks();
     for (Instruction* I : Markers) {
       I->replaceAllUsesWith(cast<CallBase>(I)->getArgOperand(0));
       I->eraseFromParent();
@@ -198,6 +200,24 @@ class BlockCounter {
       Value* Slot = B.CreateConstInBoundsGEP1_32(I32, Counters, Local);
       Value* Old = B.CreateLoad(I32, Slot);
       B.CreateStore(B.CreateAdd(Old, ConstantInt::get(I32, 1)), Slot);
+    }
+  }
+
+  // An entry thunk (__mf_kernel_NAME) calls the kernel function, which clang
+  // does not always inline (large kernels, templated [[host_name]] kernels):
+  // the kernel's register estimate is the largest of the thunk and what it
+  // calls.
+  void includeCalleesInEntryThunks() {
+    StringMap<uint32_t> Registers;
+    for (const FunctionRecord& R : Functions) Registers[R.name] = R.registers;
+    for (FunctionRecord& R : Functions) {
+      if (!StringRef(R.name).startswith(mfagen::cpu::abi::kEntryPrefix)) continue;
+      const Function* Thunk = M.getFunction(R.name);
+      if (!Thunk) continue;
+      for (const Instruction& I : instructions(*Thunk))
+        if (const auto* C = dyn_cast<CallBase>(&I))
+          if (const Function* Callee = C->getCalledFunction(); Callee && !Callee->isDeclaration())
+            R.registers = std::max(R.registers, Registers.lookup(Callee->getName()));
     }
   }
 
