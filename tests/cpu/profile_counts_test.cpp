@@ -112,6 +112,15 @@ TEST(ProfileCounts, SampledLaunchesExtrapolateWithinOnePercentOfAFullRun) {
   }
 }
 
+TEST(ProfileCounts, AProfiledModuleAlsoRunsWithoutCollecting) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<float> out(64);
+  auto r = run(*module, "shared_sum", {1, 1, 1}, {64, 1, 1}, {bind(0, out)});
+  ASSERT_TRUE(IsClean(r));
+  EXPECT_FALSE(r.profile.has_value());
+  EXPECT_FLOAT_EQ(out[0], 32 * 33 / 2.0f);
+}
+
 TEST(ProfileCounts, ProfilingNeedsAProfiledModule) {
   auto module = compile_kernel("profile_counts.metal");
   std::vector<float> out(64);

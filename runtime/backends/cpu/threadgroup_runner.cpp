@@ -84,7 +84,10 @@ ThreadgroupRunner::ThreadgroupRunner(const LaunchContext& context, FindingSink& 
   shadow_.resize(arena_.size());
   sink_.resize(kSinkBytes);
   for (const auto& b : context.buffers) traffic_.push_back(BufferTraffic{b.index, 0, 0});
-  if (context.profile) block_counters_.resize(context.profile->functions.size());
+  // A module compiled for profiling counts whether or not this launch
+  // collects the counts, so its counters always need somewhere to go.
+  counter_table_ = context.profile ? context.profile : (context.module ? context.module->profile_table() : nullptr);
+  if (counter_table_) block_counters_.resize(counter_table_->functions.size());
 }
 
 ThreadgroupRunner::~ThreadgroupRunner() { munmap(stacks_, stacks_bytes_); }
@@ -319,9 +322,12 @@ const void* ThreadgroupRunner::simd_exchange(const void* value, uint32_t bytes, 
 }
 
 uint32_t* ThreadgroupRunner::profile_counters(uint32_t function) {
-  const ProfileTable* table = context_.profile;
+  const ProfileTable* table = counter_table_;
   if (!table || function >= block_counters_.size()) {
-    // A module compiled for profiling run without it: count into the sink.
+    // Not a module compiled for profiling (a hook it cannot call): abort
+    // rather than let it write anywhere.
+    abort_threadgroup(fmt::format("kernel {} asked for profile counters of function {} it does not have",
+                                  context_.kernel, function));
     return reinterpret_cast<uint32_t*>(sink_.data());
   }
   std::vector<uint32_t>& counters = block_counters_[function];

@@ -148,6 +148,7 @@ class ThreadgroupRunner {
 
   // Profiling: per function (index into the module's table), one counter per
   // thread and counted block, thread-major; functions entered this threadgroup.
+  const ProfileTable* counter_table_ = nullptr;  // the module's tables, when compiled for profiling
   std::vector<std::vector<uint32_t>> block_counters_;
   std::vector<uint32_t> entered_functions_;
   uint64_t threadgroup_bytes_read_ = 0, threadgroup_bytes_written_ = 0;
