@@ -172,12 +172,17 @@ Occupancy occupancy(const Chip& c, const LaunchWork& l) {
   const Limit limits[] = {
       {"threadgroup memory",
        std::floor(c.threadgroup_memory_bytes_per_core / std::max<double>(1, l.threadgroup_memory_bytes))},
-      // A kernel whose estimate exceeds what one thread may use spills the
-      // rest (spill traffic is not modelled); it still occupies the maximum.
+      // Registers never hold residency below the saturation point: "ALU
+      // utilization maxes out at 24 simds/core, which is also the lowest
+      // occupancy you can create by over-allocating registers" (metal-benchmarks;
+      // the compiler spills instead). A kernel whose estimate exceeds what one
+      // thread may use spills the rest too. Spill traffic is not modelled.
       {"registers", l.registers_per_thread > 0
-                        ? std::floor(c.register_file_bytes_per_core /
-                                     (4.0 * std::min<double>(l.registers_per_thread, c.max_registers_per_thread) *
-                                      threads))
+                        ? std::max(std::floor(c.register_file_bytes_per_core /
+                                              (4.0 * std::min<double>(l.registers_per_thread,
+                                                                      c.max_registers_per_thread) *
+                                               threads)),
+                                   std::ceil(c.saturation_simdgroups_per_core / simdgroups))
                         : inf},
       {"threads", std::floor(c.max_threads_per_core / threads)},
   };
