@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 #include "errors.h"
 #include "spec_choice.h"
 #include "profile/spec_profile.h"
+#include "profile/work_json.h"
 #include "profile_output.h"
 
 namespace mfagen::cli {
@@ -23,14 +26,34 @@ namespace {
 
 struct ProfileArgs {
   std::vector<std::string> specs;
+  std::vector<std::string> from;  // saved profiles (JSON) to predict again
   profile::SpecCall call;
   std::string dtype, causal;
   std::optional<uint32_t> head_dim, head_dim_v;
   ProfileOutputArgs output;
 };
 
+// --from: counts saved by an earlier run (counting is slow; a changed model or
+// chip table needs only the prediction again).
+std::vector<profile::KernelWork> saved_work(const std::vector<std::string>& files) {
+  std::vector<profile::KernelWork> work;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw UserError(fmt::format("--from {}: cannot read the file", file));
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      for (profile::KernelWork& w : profile::work_from_json(text.str(), file)) work.push_back(std::move(w));
+    } catch (const profile::WorkJsonError& e) {
+      throw UserError(e.what());
+    }
+  }
+  return work;
+}
+
 int run_profile(const ProfileArgs& args) {
   check_profile_output(args.output);
+  if (args.specs.empty() && args.from.empty()) throw UserError("give spec files to profile, or --from FILE.json");
   profile::SpecCall call = args.call;
   if (call.shape.heads_q % call.shape.heads_kv != 0)
     throw UserError(fmt::format("--heads-kv {} must divide --heads-q {}", call.shape.heads_kv, call.shape.heads_q));
@@ -39,7 +62,7 @@ int run_profile(const ProfileArgs& args) {
   call.head_dim = args.head_dim;
   call.head_dim_v = args.head_dim_v;
   call.sample_threadgroups = args.output.sample;
-  std::vector<profile::KernelWork> work;
+  std::vector<profile::KernelWork> work = saved_work(args.from);
   for (const std::string& spec : args.specs) {
     call.spec_file = spec;
     work.push_back(profile::profile_spec_call(call));
@@ -60,11 +83,15 @@ void register_profile_command(CLI::App& app, CommandAction& action) {
       "model turns the counts into a predicted time, TFLOPS, utilization and the limiting bound per\n"
       "chip (docs/cost_model.md; every constant cites its source or says it is an assumption). Every\n"
       "time printed is a MODEL PREDICTION, not a measurement on an Apple GPU. Large launches execute\n"
-      "--sample threadgroups and extrapolate.\n\n"
+      "--sample threadgroups and extrapolate. --from re-predicts counts saved with --json-out (or by\n"
+      "tools/profile_peers) without running anything.\n\n"
       "Example:\n"
       "  mfagen profile specs/llama.json --heads-q 32 --heads-kv 8 --seq-q 8192 --seq-k 8192 --chip m3_max\n\n"
       "Exit status: 0 ok, 1 bad spec, shape or option, 2 internal error.");
-  cmd->add_option("specs", args->specs, "spec files (JSON); one call each")->required()->type_name("SPEC");
+  cmd->add_option("specs", args->specs, "spec files (JSON); one call each")->type_name("SPEC");
+  cmd->add_option("--from", args->from, "predict again the counts saved in a profile's JSON (--json-out)")
+      ->type_name("FILE.json")
+      ->allow_extra_args(false);
   plan::CostShape& s = args->call.shape;
   cmd->add_option("--batch", s.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--heads-q", s.heads_q, "query heads")->capture_default_str()->check(CLI::PositiveNumber);

@@ -77,6 +77,22 @@ TEST_F(ProfileCli, TextJsonAndHtmlReportsForASpecCall) {
   EXPECT_THAT(page, ::testing::Not(HasSubstr("http")));
 }
 
+TEST_F(ProfileCli, FromSavedCountsPredictsTheSameWithoutRunning) {
+  const fs::path json = dir_ / "saved.json";
+  auto r = mfagen({"profile", spec_.string(), "--causal", "none", "--heads-q", "1", "--heads-kv", "1", "--seq-q",
+                   "64", "--seq-k", "64", "--chip", "m4_max", "--json-out", json.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto again = mfagen({"profile", "--from", json.string(), "--chip", "m4_max", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+
+  std::ofstream(dir_ / "broken.json") << R"({"kernels": [{"name": "x"}]})";
+  auto bad = mfagen({"profile", "--from", (dir_ / "broken.json").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("broken.json: .kernels[0].origin: missing"));
+  EXPECT_EQ(mfagen({"profile"}).exit_code, 1) << "neither specs nor --from";
+}
+
 TEST_F(ProfileCli, SideBySideOfTwoSpecFiles) {
   const fs::path other = dir_ / "other.json";
   std::ofstream(other) << R"({"dtype": "float32", "head_dim": 64})";
