@@ -18,6 +18,7 @@
 #include "profile/chip_selection.h"
 #include "profile/profile_json.h"
 #include "profile/spec_profile.h"
+#include "profile_output.h"
 #include "spec/spec_parser.h"
 #include "text_table.h"
 
@@ -29,7 +30,7 @@ struct ExplainArgs {
   plan::CostShape shape{1, 32, 8, 4096, 4096};
   bool profile = false;
   std::string chips = "all";
-  uint64_t sample = 32;
+  uint64_t sample = kDefaultProfileSample;
 };
 
 constexpr const char* kIndent = "  ";
@@ -183,9 +184,9 @@ void print_labelled(const std::vector<TextRow>& rows) {
 }
 
 // `--profile`: the cost model's prediction from counted work, one row per chip.
-std::vector<TextRow> profile_rows(const plan::KernelPlan& p, const plan::CostShape& shape, const ExplainArgs& args) {
-  const profile::ProfiledKernel k =
-      profile::predict_on(profile::profile_plan_call(p, shape, args.sample), profile::select_chips(args.chips));
+std::vector<TextRow> profile_rows(const plan::KernelPlan& p, const plan::CostShape& shape, uint64_t sample,
+                                  const std::vector<profile::Chip>& chips) {
+  const profile::ProfiledKernel k = profile::predict_on(profile::profile_plan_call(p, shape, sample), chips);
   std::vector<TextRow> rows;
   for (const profile::Prediction& pr : k.predictions)
     rows.push_back({"predicted " + pr.chip,
@@ -195,7 +196,9 @@ std::vector<TextRow> profile_rows(const plan::KernelPlan& p, const plan::CostSha
   return rows;
 }
 
-void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& requested, const ExplainArgs& args) {
+// `chips` empty: no --profile.
+void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& requested, uint64_t sample,
+                    const std::vector<profile::Chip>& chips) {
   fmt::print("{}  ({})\n", p.entry, origin_text(p.spec.origin));
   print_labelled(plan_rows(p));
   print_labelled({{"buffers", ""}});
@@ -209,7 +212,7 @@ void explain_kernel(const plan::KernelPlan& p, const plan::CostShape& requested,
   std::string note;
   const plan::CostShape shape = shape_for(p, requested, note);
   print_labelled(cost_rows(p, shape));
-  if (args.profile) print_labelled(profile_rows(p, shape, args));
+  if (!chips.empty()) print_labelled(profile_rows(p, shape, sample, chips));
   if (!note.empty()) print_labelled({{"note", note}});
 }
 
@@ -218,19 +221,13 @@ int run_explain(const ExplainArgs& args) {
   if (s.heads_q % s.heads_kv != 0)
     throw UserError(fmt::format("--heads-kv {} must divide --heads-q {} (each kv head serves a whole group of q heads)",
                                 s.heads_kv, s.heads_q));
-  if (args.profile) {
-    try {
-      (void)profile::select_chips(args.chips);
-    } catch (const std::invalid_argument& e) {
-      throw UserError(fmt::format("--chip {}: {}", args.chips, e.what()));
-    }
-  }
+  const std::vector<profile::Chip> chips = args.profile ? chips_named(args.chips) : std::vector<profile::Chip>{};
   std::vector<plan::KernelPlan> plans;
   for (const spec::KernelSpec& spec : spec::load_spec_files({args.specs.begin(), args.specs.end()}))
     plans.push_back(plan::plan_kernel(spec));
   for (size_t i = 0; i < plans.size(); ++i) {
     if (i > 0) fmt::print("\n");
-    explain_kernel(plans[i], s, args);
+    explain_kernel(plans[i], s, args.sample, chips);
   }
   return kExitOk;
 }

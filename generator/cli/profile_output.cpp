@@ -15,14 +15,6 @@
 namespace mfagen::cli {
 namespace {
 
-std::vector<profile::Chip> chips_of(const ProfileOutputArgs& args) {
-  try {
-    return profile::select_chips(args.chips);
-  } catch (const std::invalid_argument& e) {
-    throw UserError(fmt::format("--chip {}: {}", args.chips, e.what()));
-  }
-}
-
 void write_text(const std::string& option, const std::string& path, const std::string& text) {
   try {
     io::write_file_atomic(path, text);
@@ -32,6 +24,14 @@ void write_text(const std::string& option, const std::string& path, const std::s
 }
 
 }  // namespace
+
+std::vector<profile::Chip> chips_named(const std::string& value) {
+  try {
+    return profile::select_chips(value);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("--chip {}: {}", value, e.what()));
+  }
+}
 
 void add_profile_output_options(CLI::App& command, ProfileOutputArgs& args) {
   command.add_option("--chip", args.chips, "chips to predict for: all, or names separated by commas (m1_max,m3_max)")
@@ -45,10 +45,10 @@ void add_profile_output_options(CLI::App& command, ProfileOutputArgs& args) {
       ->capture_default_str();
 }
 
-void check_profile_output(const ProfileOutputArgs& args) { (void)chips_of(args); }
+void check_profile_output(const ProfileOutputArgs& args) { (void)chips_named(args.chips); }
 
 void report_profiles(std::vector<profile::KernelWork> work, const ProfileOutputArgs& args, const std::string& title) {
-  const std::vector<profile::Chip> chips = chips_of(args);
+  const std::vector<profile::Chip> chips = chips_named(args.chips);
   std::vector<profile::ProfiledKernel> profiled;
   for (profile::KernelWork& w : work) profiled.push_back(profile::predict_on(std::move(w), chips));
   const std::string json = profile::to_json(profiled).dump(2) + "\n";

@@ -148,13 +148,14 @@ KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& ent
   work.shape = shape_text(p, shape);
   work.useful_flops = p.spec.kind == spec::Kind::backward ? plan::backward_cost(p, shape).flops
                                                           : plan::forward_cost(p, shape).flops;
+  std::vector<std::pair<uint32_t, uint64_t>> buffer_sizes;
+  for (const BufferRequirement& b : dispatch.buffers) buffer_sizes.emplace_back(b.index, b.bytes);
   for (size_t i = 0; i < dispatch.launches.size(); ++i) {
     const KernelLaunch& l = dispatch.launches[i];
-    LaunchShape launch{l.entry,
-                       {l.threadgroups[0], l.threadgroups[1], l.threadgroups[2]},
-                       {l.threads_per_threadgroup[0], l.threads_per_threadgroup[1], l.threads_per_threadgroup[2]},
-                       {}};
-    for (const BufferRequirement& b : dispatch.buffers) launch.buffer_sizes.emplace_back(b.index, b.bytes);
+    const LaunchShape launch{l.entry,
+                             {l.threadgroups[0], l.threadgroups[1], l.threadgroups[2]},
+                             {l.threads_per_threadgroup[0], l.threads_per_threadgroup[1], l.threads_per_threadgroup[2]},
+                             buffer_sizes};
     work.launches.push_back(to_launch_work(launch, *result.launches.at(i).profile));
   }
   return work;

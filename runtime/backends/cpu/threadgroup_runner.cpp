@@ -141,7 +141,7 @@ void ThreadgroupRunner::prepare_threads(Dim3 position) {
   arena_used_bytes_ = 0;
   tg_epoch_ = 0;
   threadgroup_bytes_read_ = threadgroup_bytes_written_ = 0;
-  traffic_at_start_ = traffic_;
+  if (context_.profile) traffic_at_start_ = traffic_;  // take_profile() reports this threadgroup's share
   // At most 31 buffers of at most 32 KB in all (checked at launch): they
   // always fit the arena, gaps included.
   for (auto [index, bytes] : context_.threadgroup_buffers) {

@@ -73,10 +73,6 @@ Type* scalar(Type* T) { return T->getScalarType(); }
 
 bool isHalf(Type* T) { return scalar(T)->isHalfTy() || scalar(T)->isBFloatTy(); }
 
-// Integer operations count once whatever their width: on x86 clang widens
-// 32-bit index arithmetic to 64 bits for addressing, which a GPU compiler
-// keeps in 32 bits; genuinely 64-bit arithmetic is rare in kernels.
-uint64_t intWidthFactor(Type*) { return 1; }
 
 // True if `Pointer` points into the thread's own memory (an alloca, maybe
 // through GEPs and address-space casts): registers on a GPU. So are the
@@ -122,7 +118,7 @@ class BlockCounter {
  public:
   explicit BlockCounter(Module& M) : M(M), Ctx(M.getContext()) {}
 
-  bool run() {
+  void run() {
     collectMarkers();
     for (Function& F : M) {
       if (F.isDeclaration()) continue;
@@ -134,7 +130,6 @@ class BlockCounter {
       I->eraseFromParent();
     }
     emitTables();
-    return true;
   }
 
  private:
@@ -247,28 +242,31 @@ class BlockCounter {
                    elements(I.getOperand(0)->getType()));
       case Instruction::ICmp:
         if (onlySelectUsers(I)) return;
-        return add(Ops, Op::int_cmp_select, elements(I.getOperand(0)->getType()) * intWidthFactor(I.getOperand(0)->getType()));
+        return add(Ops, Op::int_cmp_select, elements(I.getOperand(0)->getType()));
       case Instruction::Select:
         if (scalar(T)->isFloatingPointTy()) return add(Ops, floatOp(T, Op::f32_cmp_select, Op::f16_cmp_select), N);
         if (scalar(T)->isIntegerTy(1)) return add(Ops, Op::int_logic, N);
-        return add(Ops, Op::int_cmp_select, N * (T->isPointerTy() ? 2 : intWidthFactor(T)));
+        return add(Ops, Op::int_cmp_select, N * (T->isPointerTy() ? 2 : 1));  // a pointer is two registers
+      // Integer operations count once whatever their width: on x86 clang
+      // widens 32-bit index arithmetic to 64 bits for addressing, which a GPU
+      // compiler keeps in 32 bits; genuinely 64-bit arithmetic is rare in kernels.
       case Instruction::Add:
       case Instruction::Sub:
-        return add(Ops, Op::int_add, N * intWidthFactor(T));
+        return add(Ops, Op::int_add, N);
       case Instruction::Mul:
-        return add(Ops, Op::int_mul, N * intWidthFactor(T));
+        return add(Ops, Op::int_mul, N);
       case Instruction::UDiv:
       case Instruction::SDiv:
       case Instruction::URem:
       case Instruction::SRem:
-        return add(Ops, Op::int_divide, N * intWidthFactor(T));
+        return add(Ops, Op::int_divide, N);
       case Instruction::And:
       case Instruction::Or:
       case Instruction::Xor:
       case Instruction::Shl:
       case Instruction::LShr:
       case Instruction::AShr:
-        return add(Ops, Op::int_logic, N * intWidthFactor(T));
+        return add(Ops, Op::int_logic, N);
       case Instruction::FPTrunc:
       case Instruction::SIToFP:
       case Instruction::UIToFP:
@@ -391,7 +389,7 @@ class BlockCounter {
         case Intrinsic::umax:
         case Intrinsic::umin:
         case Intrinsic::abs:
-          return add(Ops, Op::int_cmp_select, N * intWidthFactor(T));
+          return add(Ops, Op::int_cmp_select, N);
         case Intrinsic::ctpop:
         case Intrinsic::ctlz:
         case Intrinsic::cttz:
@@ -399,7 +397,7 @@ class BlockCounter {
         case Intrinsic::bswap:
         case Intrinsic::fshl:
         case Intrinsic::fshr:
-          return add(Ops, Op::int_logic, N * intWidthFactor(T));
+          return add(Ops, Op::int_logic, N);
         case Intrinsic::memcpy:
         case Intrinsic::memmove:
         case Intrinsic::memset:
