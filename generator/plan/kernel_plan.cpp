@@ -32,18 +32,22 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
 // memory, balanced so that every pass has about the same width. Passes
 // narrower than 32 columns (or than the head dim, if smaller) waste most of
 // each barrier, so block_k values that would need them are refused.
-uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t reserved_bytes) {
-  const uint32_t bytes = spec::dtype_bytes(s.dtype);
+uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t bytes, uint32_t reserved_bytes,
+                      uint32_t occupancy_budget) {
   const uint32_t widest = round_up(std::max(s.head_dim, s.head_dim_v), 8);
   const uint32_t narrowest = std::min(widest, 32u);
   const uint32_t fits = (kMaxThreadgroupBytes - reserved_bytes) / (block_k * bytes) / 8 * 8;
+  // Prefer passes narrow enough that enough threadgroups stay resident to
+  // hide latency (occupancy_budget); never narrower than `narrowest`.
+  const uint32_t budget = occupancy_budget > reserved_bytes ? (occupancy_budget - reserved_bytes) / (block_k * bytes) / 8 * 8 : 0;
   if (fits < narrowest)
     refuse(s, "tiles.block_k",
            fmt::format("block_k {} needs {} bytes of threadgroup memory for a {}-column K/V tile of {}, over the "
                        "{}-byte limit; use block_k <= {}",
-                       block_k, uint64_t(block_k) * narrowest * bytes, narrowest, spec::to_string(s.dtype),
+                       block_k, uint64_t(block_k) * narrowest * bytes, narrowest,
+                       bytes == 4 ? "float32 (staged widened)" : spec::to_string(s.dtype),
                        kMaxThreadgroupBytes, (kMaxThreadgroupBytes - reserved_bytes) / (narrowest * bytes) / 8 * 8));
-  const uint32_t passes = ceil_div(widest, fits);
+  const uint32_t passes = ceil_div(widest, std::min(fits, std::max(budget, narrowest)));
   return round_up(ceil_div(widest, passes), 8);
 }
 
@@ -152,10 +156,18 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // dkdv also keeps the lse and D of a query block (2 floats per query).
   const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.block_k;
   const uint32_t reserved = backward ? 2 * 4 * p.block_q : 0;
-  p.chunk = choose_chunk(s, staged_rows, reserved);
+  // Forward and decode kernels widen K and V to float as they stage them, so
+  // that each fragment is one simdgroup_load of float32 (the element type the
+  // MMA's documented signature shares among its operands).
+  p.staged_bytes = backward ? spec::dtype_bytes(s.dtype) : 4;
+  // Forward: threadgroup memory for kSaturationSimdgroupsPerCore resident simdgroups.
+  const uint32_t occupancy_budget =
+      backward ? kMaxThreadgroupBytes
+               : kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / p.simdgroups);
+  p.chunk = choose_chunk(s, staged_rows, p.staged_bytes, reserved, occupancy_budget);
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
-  p.threadgroup_bytes = staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved;
+  p.threadgroup_bytes = staged_rows * p.chunk * p.staged_bytes + reserved;
   // Backward: when D and Dv fit one pass and two tiles fit, each operand keeps
   // its own tile and is staged once per block instead of twice.
   if (backward && p.d_passes == 1 && p.dv_passes == 1 &&

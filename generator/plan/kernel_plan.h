@@ -16,6 +16,12 @@ namespace mfagen::plan {
 inline constexpr uint32_t kMaxThreadgroupBytes = 32 * 1024;
 inline constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
 inline constexpr uint32_t kSimdWidth = 32;
+// Every Apple GPU core has about 60 KB of threadgroup memory (Apple7 to
+// Apple9; metal-benchmarks, 'On-Chip Memory') and saturates its ALUs at 24
+// resident simdgroups (metal-benchmarks, 'ALU Bottlenecks'): the planner
+// keeps forward tiles small enough for that many to be resident.
+inline constexpr uint32_t kThreadgroupMemoryPerCore = 60 * 1024;
+inline constexpr uint32_t kSaturationSimdgroupsPerCore = 24;
 // Float32 fragment values one thread may keep live (q, o and score
 // fragments); past this a kernel would spill to device memory on every step.
 inline constexpr uint32_t kMaxFragmentFloatsPerThread = 512;
@@ -48,6 +54,7 @@ struct KernelPlan {
   uint32_t d_tiles = 0;         // ceil(D / 8)
   uint32_t dv_tiles = 0;        // ceil(Dv / 8)
   uint32_t chunk = 0;           // K/V columns staged in threadgroup memory per pass
+  uint32_t staged_bytes = 0;    // bytes per staged element (forward, decode: float; backward: the dtype)
   uint32_t d_passes = 0;        // passes over D per key block
   uint32_t dv_passes = 0;       // passes over Dv per key block
   uint32_t threadgroup_bytes = 0;  // static threadgroup memory of the kernel

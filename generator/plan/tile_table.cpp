@@ -1,30 +1,37 @@
-// The planner's default tiles, keyed by head dim and target family
-// (DESIGN.md section 4). M1/M2 (apple7, apple8) have a fixed register file
-// per thread, so larger query blocks amortize each K/V tile over more rows;
-// M3 and later (apple9, apple10) cache registers dynamically, and smaller
-// query blocks keep more threadgroups resident. Large head dims take fewer
-// keys per step so that K/V passes stay wide.
+// The planner's default tiles, keyed by head dim (DESIGN.md section 4).
+//
+// Forward tiles are the fastest rows `mfagen profile` predicts for f16 and
+// bf16 at D 64 / 128 / 256, Sq = Sk 4096 and 16384, B 1, H 16, on the M1 Max
+// and M3 Max models (docs/kernel_speed.md has the search and its figures):
+// eight simdgroups of one 8-row tile each (64 query rows) share every K/V
+// tile staged in threadgroup memory, which keeps staging per MMA low, 24
+// simdgroups resident per core, and many threadgroups per launch (a short
+// dispatch tail). Each tile stays under 96 float32 fragment values per
+// thread up to D 128 (no spills on a 128-register file); D 256 takes 16 keys
+// per step to stay near that. Every family gets the same rows: since K and
+// V are staged as float32, the element type no longer changes the
+// threadgroup memory a tile needs.
 #include <algorithm>
 
 #include "plan/kernel_plan.h"
 
 namespace mfagen::plan {
 
-spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target) {
+spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType, spec::Target) {
   const uint32_t widest = std::max(head_dim, head_dim_v);
-  const bool fixed_registers = target == spec::Target::apple7 || target == spec::Target::apple8;
-  const bool wide_elements = dtype == spec::DType::float32;
-  if (widest <= 64) return fixed_registers ? spec::Tiles{64, 32, 4} : spec::Tiles{32, 32, 4};
-  if (widest <= 128) return fixed_registers && !wide_elements ? spec::Tiles{64, 32, 4} : spec::Tiles{32, 32, 4};
-  if (widest <= 256) return spec::Tiles{32, 16, 4};
+  if (widest <= 128) return spec::Tiles{64, 64, 8};
+  if (widest <= 256) return spec::Tiles{64, 16, 8};
   return spec::Tiles{16, 16, 2};
 }
 
 spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
-  // 16 rows (two simdgroups of one 8-row tile) hold a GQA group of 8 heads
-  // for two queries, or 16 queries of one head; the key loop is split over
-  // threadgroups instead of making blocks taller.
-  return std::max(head_dim, head_dim_v) <= 256 ? spec::Tiles{16, 32, 2} : spec::Tiles{16, 16, 2};
+  // One simdgroup of 8 rows (the q heads of a GQA group of up to 8 for one
+  // query, or several queries of smaller groups): decode moves K and V once
+  // and is bound by memory, so the key loop is split over many small
+  // threadgroups (about 1024, choose_splits) instead of making blocks
+  // taller; a second simdgroup would idle whenever the group has 8 rows or
+  // fewer, and the threadgroup would wait for its busier one.
+  return std::max(head_dim, head_dim_v) <= 128 ? spec::Tiles{8, 32, 1} : spec::Tiles{8, 16, 1};
 }
 
 spec::Tiles backward_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {

@@ -104,6 +104,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"softcap", s.softcap},
       {"alibi", s.alibi},
       {"mask", mask},
+      // Scores without additive terms stay raw dots until the exp2 (forward).
+      {"plain_scores", !s.softcap && !s.alibi && !mask},
       {"mask_bool", s.mask == spec::MaskKind::boolean},
       {"mask_additive", s.mask == spec::MaskKind::additive},
       {"mask_type", s.mask == spec::MaskKind::boolean ? "bool" : "elem_t"},

@@ -80,11 +80,12 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
     require(call.splits == 0, "kernel " + kernel.entry + " is not a decode kernel: it takes no key splits");
 }
 
-// Decode: enough threadgroups to fill a large Apple GPU (up to 40 cores, a
-// few threadgroups each) without splits shorter than 256 keys, whose partial
-// results would cost more to merge than they save.
+// Decode: enough threadgroups to fill a large Apple GPU (40 cores x 24
+// resident simdgroups, about 1024 one-simdgroup threadgroups) without splits
+// shorter than 256 keys, whose partial results would cost more to merge than
+// they save.
 uint32_t choose_splits(uint64_t seq_k, uint64_t other_threadgroups) {
-  constexpr uint64_t kTargetThreadgroups = 128, kMinKeysPerSplit = 256;
+  constexpr uint64_t kTargetThreadgroups = 1024, kMinKeysPerSplit = 256;
   const uint64_t wanted = (kTargetThreadgroups + other_threadgroups - 1) / other_threadgroups;
   const uint64_t most = (seq_k + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
   return uint32_t(std::max<uint64_t>(1, std::min(wanted, most)));

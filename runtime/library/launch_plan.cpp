@@ -86,7 +86,7 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) {
 
 // Decode splits: choose_splits() of forward_dispatch.cpp.
 uint32_t choose_splits(uint64_t seq_k, uint64_t other_threadgroups) {
-  constexpr uint64_t kTargetThreadgroups = 128, kMinKeysPerSplit = 256;
+  constexpr uint64_t kTargetThreadgroups = 1024, kMinKeysPerSplit = 256;
   const uint64_t wanted = other_threadgroups >= kTargetThreadgroups ? 1 : ceil_div(kTargetThreadgroups, other_threadgroups);
   const uint64_t most = ceil_div(seq_k, kMinKeysPerSplit);
   return uint32_t(std::max<uint64_t>(1, std::min(wanted, most)));

@@ -128,8 +128,8 @@ TEST_F(GenerateCli, ListAndExplain) {
   auto explain = mfagen({"explain", (kSpecs / "llama.json").string(), "--seq-q", "1024", "--seq-k", "1024",
                          "--heads-q", "1", "--heads-kv", "1"});
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
-  EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  8192 bytes of the 32768-byte limit"));
-  EXPECT_THAT(explain.out, HasSubstr("528 visited of 1024"));  // causal: 1 + 2 + ... + 32 key blocks
+  EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  16384 bytes of the 32768-byte limit"));
+  EXPECT_THAT(explain.out, HasSubstr("136 visited of 256"));  // causal: 1 + 2 + ... + 16 key blocks
   auto bad = mfagen({"explain", spec, "--heads-q", "6", "--heads-kv", "4"});
   EXPECT_EQ(bad.exit_code, 1);
 }

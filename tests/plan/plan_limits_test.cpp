@@ -40,10 +40,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refusal{R"({"kernels": [{"dtype": "float32", "head_dim": 128, "tiles": {"block_q": 32, "block_k": 512, "simdgroups": 4}}]})",
                 "p.json: kernels[0].tiles.block_k: attn_fwd_f32_d128_gqa_q32k512s4: block_k 512 needs 65536 bytes of "
-                "threadgroup memory for a 32-column K/V tile of float32, over the 32768-byte limit; use block_k <= 256"},
+                "threadgroup memory for a 32-column K/V tile of float32 (staged widened), over the 32768-byte limit; "
+                "use block_k <= 256"},
         Refusal{R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 1024, "simdgroups": 4}})",
-                "p.json: tiles.block_k: attn_fwd_f16_d64_gqa_q32k1024s4: block_k 1024 needs 65536 bytes of "
-                "threadgroup memory for a 32-column K/V tile of float16, over the 32768-byte limit; use block_k <= 512"},
+                "p.json: tiles.block_k: attn_fwd_f16_d64_gqa_q32k1024s4: block_k 1024 needs 131072 bytes of "
+                "threadgroup memory for a 32-column K/V tile of float32 (staged widened), over the 32768-byte limit; "
+                "use block_k <= 256"},
         Refusal{R"({"dtype": "float16", "head_dim": 576, "head_dim_v": 512, "tiles": {"block_q": 128, "block_k": 16, "simdgroups": 1}})",
                 "p.json: tiles: attn_fwd_f16_d576_dv512_gqa_q128k16s1: head_dim 576 / head_dim_v 512 with block_q 128, "
                 "block_k 16, simdgroups 1 keep 4416 float32 fragment values per thread (16 query row tiles per "
@@ -62,10 +64,13 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");
   EXPECT_EQ(p.block_k, 16u);
-  EXPECT_EQ(p.chunk, 288u);  // 576 columns of float32 in two balanced passes of 16 x 288 x 4 = 18 KB
-  EXPECT_EQ(p.d_passes, 2u);
-  EXPECT_EQ(p.dv_passes, 2u);
-  EXPECT_EQ(p.threadgroup_bytes, 16u * 288 * 4);
+  // 576 columns of float32 in eight balanced passes of 16 x 72 x 4 = 4.5 KB:
+  // two-simdgroup threadgroups keep 24 simdgroups resident within 60 KB.
+  EXPECT_EQ(p.chunk, 72u);
+  EXPECT_EQ(p.d_passes, 8u);
+  EXPECT_EQ(p.dv_passes, 8u);
+  EXPECT_EQ(p.threadgroup_bytes, 16u * 72 * 4);
+  EXPECT_LE(p.threadgroup_bytes, kThreadgroupMemoryPerCore / (kSaturationSimdgroupsPerCore / p.simdgroups));
   EXPECT_LE(p.threadgroup_bytes, kMaxThreadgroupBytes);
 }
 

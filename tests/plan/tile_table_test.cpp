@@ -27,13 +27,23 @@ TEST(TileTable, EveryHeadDimDtypeAndTargetPlansWithinLimits) {
       }
 }
 
-TEST(TileTable, FixedRegisterFamiliesTakeLargerQueryBlocks) {
-  for (uint32_t d : {64u, 128u}) {
+TEST(TileTable, ForwardRowsAreOneTilePerSimdgroupOnEveryFamily) {
+  // K and V are staged as float32 whatever the dtype, so neither the family
+  // nor the element type changes a row (docs/kernel_speed.md).
+  for (uint32_t d : {64u, 128u, 256u}) {
     const spec::Tiles m1 = table_tiles(d, d, spec::DType::float16, spec::Target::apple7);
-    const spec::Tiles m3 = table_tiles(d, d, spec::DType::float16, spec::Target::apple9);
-    EXPECT_GT(m1.block_q, m3.block_q) << d;
-    EXPECT_EQ(table_tiles(d, d, spec::DType::float16, spec::Target::apple8), m1);
-    EXPECT_EQ(table_tiles(d, d, spec::DType::float16, spec::Target::apple10), m3);
+    EXPECT_EQ(m1.block_q, 8 * m1.simdgroups) << d;
+    for (spec::Target t : {spec::Target::apple8, spec::Target::apple9, spec::Target::apple10})
+      for (spec::DType dt : {spec::DType::float16, spec::DType::bfloat16, spec::DType::float32})
+        EXPECT_EQ(table_tiles(d, d, dt, t), m1) << d;
+  }
+}
+
+TEST(TileTable, DecodeIsOneSimdgroupOfEightRows) {
+  for (uint32_t d : {64u, 128u, 256u, 576u}) {
+    const spec::Tiles t = decode_table_tiles(d, d);
+    EXPECT_EQ(t.block_q, 8u) << d;
+    EXPECT_EQ(t.simdgroups, 1u) << d;
   }
 }
 

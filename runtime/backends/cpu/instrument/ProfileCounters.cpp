@@ -161,6 +161,10 @@ class BlockCounter {
     Record.name = F.getName().str();
     Record.firstBlock = static_cast<uint32_t>(BlockOps.size());
     Record.registers = estimateRegisters(F);
+    // A marked built-in kept out of line (profiling compiles) is its one op
+    // as a whole, including what the optimizer left without a debug
+    // location (merged or hoisted index arithmetic).
+    const bool WholeBuiltin = F.getSubprogram() && MarkedInstances.count({F.getSubprogram(), nullptr});
     SmallVector<std::pair<BasicBlock*, uint32_t>, 64> Counted;
     for (BasicBlock& BB : F) {
       OpList Ops;
@@ -170,7 +174,7 @@ class BlockCounter {
           if (Op < mfagen::cpu::profile::kOpCount) Ops[Op] += *Payload >> mfagen::cpu::profile::kMarkerOpBits;
           continue;
         }
-        if (insideMarkedBuiltin(I)) continue;
+        if (WholeBuiltin || insideMarkedBuiltin(I)) continue;
         classify(I, Ops);
       }
       if (Ops.empty()) continue;
