@@ -160,10 +160,9 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // that each fragment is one simdgroup_load of float32 (the element type the
   // MMA's documented signature shares among its operands).
   p.staged_bytes = backward ? spec::dtype_bytes(s.dtype) : 4;
-  // Forward: threadgroup memory for kSaturationSimdgroupsPerCore resident simdgroups.
+  // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be resident.
   const uint32_t occupancy_budget =
-      backward ? kMaxThreadgroupBytes
-               : kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / p.simdgroups);
+      std::min(kMaxThreadgroupBytes, kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / p.simdgroups));
   p.chunk = choose_chunk(s, staged_rows, p.staged_bytes, reserved, occupancy_budget);
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
@@ -171,7 +170,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // Backward: when D and Dv fit one pass and two tiles fit, each operand keeps
   // its own tile and is staged once per block instead of twice.
   if (backward && p.d_passes == 1 && p.dv_passes == 1 &&
-      2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved <= kMaxThreadgroupBytes) {
+      2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved <= occupancy_budget) {
     p.resident_tiles = true;
     p.threadgroup_bytes = 2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved;
   }

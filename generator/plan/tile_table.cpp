@@ -36,9 +36,15 @@ spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
 
 spec::Tiles backward_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
   // Both blocks are rows of some kernel (queries in dq, keys in dkdv), so
-  // both are multiples of 8 x simdgroups; large head dims keep fewer rows
-  // because each row carries four fragment sets.
-  return std::max(head_dim, head_dim_v) <= 128 ? spec::Tiles{32, 32, 4} : spec::Tiles{16, 16, 2};
+  // both are multiples of 8 x simdgroups. One 8-row tile per simdgroup, as in
+  // the forward; up to D 128, eight simdgroups share each staged q/dO (K/V)
+  // tile, which the profile predicts fastest (docs/kernel_speed.md). Every
+  // row carries four fragment sets (k, v, dk, dv in dkdv), so large head
+  // dims keep fewer rows.
+  const uint32_t widest = std::max(head_dim, head_dim_v);
+  if (widest <= 128) return spec::Tiles{64, 64, 8};
+  if (widest <= 256) return spec::Tiles{32, 32, 4};
+  return spec::Tiles{16, 16, 2};
 }
 
 }  // namespace mfagen::plan

@@ -106,6 +106,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"mask", mask},
       // Scores without additive terms stay raw dots until the exp2 (forward).
       {"plain_scores", !s.softcap && !s.alibi && !mask},
+      // float32 promises its band at large logits: dot products summed per 8-wide slice.
+      {"precise_scores", s.dtype == spec::DType::float32},
       {"mask_bool", s.mask == spec::MaskKind::boolean},
       {"mask_additive", s.mask == spec::MaskKind::additive},
       {"mask_type", s.mask == spec::MaskKind::boolean ? "bool" : "elem_t"},

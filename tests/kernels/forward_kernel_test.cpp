@@ -109,7 +109,34 @@ std::vector<ForwardCase> matrix() {
   return cases;
 }
 
+// float32 with large logits: scale 1.0 at D 64 makes the logits' standard
+// deviation 8. A separately rounded scale and max subtraction, or a dot
+// product rounded 64 times at its full size, would miss DESIGN.md's float32
+// band here; the kernel fuses scale and max into one FMA and sums each
+// 8-wide slice of the dot on its own (issue 19).
+std::vector<ForwardCase> large_logits() {
+  std::vector<ForwardCase> cases;
+  uint64_t seed = 11;
+  for (Causal causal : {kNone, kBottomRight})
+    for (auto [sq, sk] : {std::pair<uint64_t, uint64_t>{64, 64}, {100, 300}, {1, 257}, {130, 130}}) {
+      ForwardCase f = with(kF32, 64, 0, causal, sq, sk);
+      f.scale = 1.0;
+      f.heads_q = 2;
+      f.heads_kv = 2;
+      f.seed = seed++;
+      cases.push_back(f);
+    }
+  return cases;
+}
+
 class ForwardKernel : public ::testing::TestWithParam<ForwardCase> {};
+class LargeFloat32Logits : public ::testing::TestWithParam<ForwardCase> {};
+
+TEST_P(LargeFloat32Logits, StayInTheFloat32Band) {
+  const ForwardCase& c = GetParam();
+  const ForwardOutcome outcome = run_forward_case(c);
+  EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
+}
 
 TEST_P(ForwardKernel, MatchesFloat64ReferenceWithNoFindings) {
   const ForwardCase& c = GetParam();
@@ -118,6 +145,11 @@ TEST_P(ForwardKernel, MatchesFloat64ReferenceWithNoFindings) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, ForwardKernel, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<ForwardCase>& info) {
+                           return std::to_string(info.index) + "_" + make_spec(info.param).name;
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Scale1, LargeFloat32Logits, ::testing::ValuesIn(large_logits()),
                          [](const ::testing::TestParamInfo<ForwardCase>& info) {
                            return std::to_string(info.index) + "_" + make_spec(info.param).name;
                          });

@@ -66,7 +66,8 @@ TEST(DispatchPlan, DecodeAndBackwardListTheirLaunchesInOrder) {
   EXPECT_EQ(p.launches[0].entry, backward.name + "_preprocess");
   EXPECT_EQ(p.launches[1].entry, backward.name + "_dkdv");
   EXPECT_EQ(p.launches[2].entry, backward.name + "_dq");
-  EXPECT_EQ(p.launches[1].threadgroups, (std::array<uint32_t, 3>{3, 2, 2}));  // ceil(70 / 32) key blocks
+  const uint32_t key_blocks = (70 + backward.info.block_k - 1) / backward.info.block_k;
+  EXPECT_EQ(p.launches[1].threadgroups, (std::array<uint32_t, 3>{key_blocks, 2, 2}));  // ceil(70 / block_k)
   EXPECT_EQ(p.buffer("dk")->bytes, p.buffer("k")->bytes);
 }
 
