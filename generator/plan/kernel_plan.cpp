@@ -39,7 +39,8 @@ uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t byte
   const uint32_t fits = (kMaxThreadgroupBytes - reserved_bytes) / (block_k * bytes) / 8 * 8;
   // Prefer passes narrow enough that enough threadgroups stay resident to
   // hide latency (occupancy_budget); never narrower than `narrowest`.
-  const uint32_t budget = occupancy_budget > reserved_bytes ? (occupancy_budget - reserved_bytes) / (block_k * bytes) / 8 * 8 : 0;
+  const uint32_t budget =
+      occupancy_budget > reserved_bytes ? (occupancy_budget - reserved_bytes) / (block_k * bytes) / 8 * 8 : 0;
   if (fits < narrowest)
     refuse(s, "tiles.block_k",
            fmt::format("block_k {} needs {} bytes of threadgroup memory for a {}-column K/V tile of {}, over the "
@@ -161,8 +162,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // MMA's documented signature shares among its operands).
   p.staged_bytes = backward ? spec::dtype_bytes(s.dtype) : 4;
   // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be resident.
-  const uint32_t occupancy_budget =
-      std::min(kMaxThreadgroupBytes, kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / p.simdgroups));
+  const uint32_t occupancy_budget = std::min(
+      kMaxThreadgroupBytes, kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / p.simdgroups));
   p.chunk = choose_chunk(s, staged_rows, p.staged_bytes, reserved, occupancy_budget);
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);

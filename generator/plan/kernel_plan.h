@@ -19,7 +19,7 @@ inline constexpr uint32_t kSimdWidth = 32;
 // Every Apple GPU core has about 60 KB of threadgroup memory (Apple7 to
 // Apple9; metal-benchmarks, 'On-Chip Memory') and saturates its ALUs at 24
 // resident simdgroups (metal-benchmarks, 'ALU Bottlenecks'): the planner
-// keeps forward tiles small enough for that many to be resident.
+// sizes threadgroup memory so that that many can be resident.
 inline constexpr uint32_t kThreadgroupMemoryPerCore = 60 * 1024;
 inline constexpr uint32_t kSaturationSimdgroupsPerCore = 24;
 // Float32 fragment values one thread may keep live (q, o and score

@@ -1,16 +1,16 @@
 // The planner's default tiles, keyed by head dim (DESIGN.md section 4).
 //
-// Forward tiles are the fastest rows `mfagen profile` predicts for f16 and
-// bf16 at D 64 / 128 / 256, Sq = Sk 4096 and 16384, B 1, H 16, on the M1 Max
-// and M3 Max models (docs/kernel_speed.md has the search and its figures):
-// eight simdgroups of one 8-row tile each (64 query rows) share every K/V
-// tile staged in threadgroup memory, which keeps staging per MMA low, 24
-// simdgroups resident per core, and many threadgroups per launch (a short
-// dispatch tail). Each tile stays under 96 float32 fragment values per
-// thread up to D 128 (no spills on a 128-register file); D 256 takes 16 keys
-// per step to stay near that. Every family gets the same rows: since K and
-// V are staged as float32, the element type no longer changes the
-// threadgroup memory a tile needs.
+// Forward tiles are the fastest rows `mfagen profile` predicts for f16 at
+// D 64 / 128 / 256, Sq = Sk 4096, B 1, H 16, on the M1 Max and M3 Max models
+// (docs/kernel_speed.md has the search and its figures): eight simdgroups of
+// one 8-row tile each (64 query rows) share every K/V tile staged in
+// threadgroup memory, which keeps staging per MMA low, 24 simdgroups
+// resident per core, and many threadgroups per launch (a short dispatch
+// tail). Up to D 128 a thread keeps at most 80 float32 fragment values (no
+// spills on a 128-register file); D 256 takes 16 keys per step and still
+// keeps 132, which would spill (the model does not charge spills). Every
+// family gets the same rows: since K and V are staged as float32, the
+// element type no longer changes the threadgroup memory a tile needs.
 #include <algorithm>
 
 #include "plan/kernel_plan.h"
