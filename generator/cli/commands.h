@@ -26,6 +26,8 @@ void register_list_command(CLI::App& app, CommandAction& action);
 void register_explain_command(CLI::App& app, CommandAction& action);
 // `mfagen profile SPEC...`: predicted time per Apple GPU from work counted on the cpu backend.
 void register_profile_command(CLI::App& app, CommandAction& action);
+// `mfagen tune SPEC...`: each kernel's tiles chosen by a search over the profile.
+void register_tune_command(CLI::App& app, CommandAction& action);
 // `mfagen check FILE.metal... [--manifest M]`: clang (in-process) verification of Metal kernels.
 void register_check_command(CLI::App& app, CommandAction& action);
 

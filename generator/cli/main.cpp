@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   register_run_command(app, action);
   register_exec_command(app, action);
   register_profile_command(app, action);
+  register_tune_command(app, action);
 
   try {
     app.parse(argc, argv);

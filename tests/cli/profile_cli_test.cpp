@@ -148,5 +148,32 @@ TEST_F(ProfileCli, BadChipAndUnmatchedKernelAreUserErrorsThatWriteNothing) {
   EXPECT_FALSE(fs::exists(json));
 }
 
+TEST_F(ProfileCli, TuneRanksTileRowsAndRecordsTheCommand) {
+  const fs::path json = dir_ / "tune.json";
+  auto r = mfagen({"tune", spec_.string(), "--kernel", "attn_fwd_f16_d64_gqa", "--heads-q", "1", "--heads-kv", "1",
+                   "--seq-q", "64", "--seq-k", "64", "--chip", "m1_max", "--block-q", "16,32", "--block-k", "32",
+                   "--simdgroups", "1,2", "--json-out", json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("predictions of a model"));
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f16_d64_gqa"));
+  EXPECT_THAT(r.out, HasSubstr("4 candidates (0 grid rows refused by the planner)"));
+  EXPECT_THAT(r.out, HasSubstr("best: \"tiles\": {"));
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_THAT(doc["command"].get<std::string>(), HasSubstr("--block-q 16,32 --block-k 32 --simdgroups 1,2"));
+  ASSERT_EQ(doc["kernels"].size(), 1u);
+  const nlohmann::json& k = doc["kernels"][0];
+  ASSERT_EQ(k["candidates"].size(), 4u);
+  EXPECT_EQ(k["best"], k["candidates"][0]["tiles"]);
+  for (size_t i = 1; i < 4; ++i)
+    EXPECT_LE(k["candidates"][i - 1]["total_seconds"].get<double>(), k["candidates"][i]["total_seconds"].get<double>());
+
+  const fs::path never = dir_ / "never.json";
+  r = mfagen({"tune", spec_.string(), "--kernel", "no_such_kernel", "--json-out", never.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no kernel named \"no_such_kernel\""));
+  EXPECT_FALSE(fs::exists(never));
+}
+
 }  // namespace
 }  // namespace mfagen

@@ -1,0 +1,87 @@
+#include "profile/tune.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "plan/kernel_plan.h"
+#include "profile/chip_selection.h"
+#include "profile/spec_profile.h"
+
+namespace mfagen::profile {
+namespace {
+
+spec::Tiles planner_default(spec::KernelSpec spec) {
+  spec.tiles.reset();
+  const plan::KernelPlan p = plan::plan_kernel(spec);
+  return {p.block_q, p.block_k, p.simdgroups};
+}
+
+nlohmann::json tiles_json(const spec::Tiles& t) {
+  return {{"block_q", t.block_q}, {"block_k", t.block_k}, {"simdgroups", t.simdgroups}};
+}
+
+}  // namespace
+
+std::vector<spec::Tiles> tile_candidates(const spec::KernelSpec& spec, const TuneGrid& grid, uint32_t* refused) {
+  std::vector<spec::Tiles> accepted;
+  uint32_t refusals = 0;
+  for (uint32_t q : grid.block_q)
+    for (uint32_t k : grid.block_k)
+      for (uint32_t s : grid.simdgroups) {
+        spec::KernelSpec candidate = spec;
+        candidate.tiles = spec::Tiles{q, k, s};
+        try {
+          plan::plan_kernel(candidate);
+          accepted.push_back(*candidate.tiles);
+        } catch (const spec::SpecError&) {
+          ++refusals;  // over a limit, or not a multiple the kernel needs
+        }
+      }
+  if (refused) *refused = refusals;
+  return accepted;
+}
+
+TuneResult tune_kernel(const spec::KernelSpec& spec, const plan::CostShape& shape, const std::vector<Chip>& chips,
+                       uint64_t sample_threadgroups, const TuneGrid& grid) {
+  TuneResult result;
+  result.spec = spec;
+  result.table_tiles = planner_default(spec);
+  for (const spec::Tiles& tiles : tile_candidates(spec, grid, &result.refused)) {
+    spec::KernelSpec candidate = spec;
+    candidate.tiles = tiles;
+    const plan::KernelPlan p = plan::plan_kernel(candidate);
+    TuneCandidate c;
+    c.tiles = tiles;
+    c.fragment_floats = p.fragment_floats;
+    c.threadgroup_bytes = p.threadgroup_bytes;
+    c.predictions = predict_on(profile_plan_call(p, shape, sample_threadgroups), chips).predictions;
+    for (const Prediction& pr : c.predictions) c.total_seconds += pr.seconds;
+    result.ranked.push_back(std::move(c));
+  }
+  // stable_sort: candidates with equal totals keep grid order (deterministic output).
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const TuneCandidate& a, const TuneCandidate& b) { return a.total_seconds < b.total_seconds; });
+  return result;
+}
+
+nlohmann::json to_json(const TuneResult& r) {
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const TuneCandidate& c : r.ranked) {
+    nlohmann::json seconds = nlohmann::json::object();
+    for (const Prediction& p : c.predictions) seconds[p.chip] = p.seconds;
+    candidates.push_back({{"tiles", tiles_json(c.tiles)},
+                          {"fragment_floats", c.fragment_floats},
+                          {"threadgroup_bytes", c.threadgroup_bytes},
+                          {"predicted_seconds", seconds},
+                          {"total_seconds", c.total_seconds}});
+  }
+  nlohmann::json j = {{"name", r.spec.name},
+                      {"origin", r.spec.origin.file + (r.spec.origin.json_path.empty() ? "" : ":" + r.spec.origin.json_path)},
+                      {"table_tiles", tiles_json(r.table_tiles)},
+                      {"refused", r.refused},
+                      {"candidates", std::move(candidates)}};
+  j["best"] = r.ranked.empty() ? nlohmann::json(nullptr) : tiles_json(r.ranked.front().tiles);
+  return j;
+}
+
+}  // namespace mfagen::profile
