@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "shape_options.h"
 #include "errors.h"
 #include "mfagen/forward_dispatch.h"
 #include "plan/dispatch_info.h"
@@ -249,21 +250,8 @@ void register_explain_command(CLI::App& app, CommandAction& action) {
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Exit status: 0 ok, 1 bad spec or shape, 2 internal error.");
   cmd->add_option("specs", args->specs, "spec files (JSON)")->required()->type_name("SPEC");
-  cmd->add_option("--batch", args->shape.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-q", args->shape.heads_q, "query heads")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-kv", args->shape.heads_kv, "key/value heads (must divide --heads-q)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-q", args->shape.seq_q, "query sequence length")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-k", args->shape.seq_k, "key sequence length")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--window-left", args->shape.window_left, "window kernels: keys before the diagonal (-1: all)")
-      ->capture_default_str();
-  cmd->add_option("--window-right", args->shape.window_right, "window kernels: keys after the diagonal (-1: all)")
-      ->capture_default_str();
+  add_shape_options(*cmd, args->shape);
+  add_window_options(*cmd, args->shape);
   cmd->add_flag("--profile", args->profile,
                 "also run each kernel on the cpu backend, count its work and show the cost model's predicted time "
                 "per chip (as mfagen profile; slower)");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "shape_options.h"
 #include "errors.h"
 #include "spec_choice.h"
 #include "profile/spec_profile.h"
@@ -92,18 +93,8 @@ void register_profile_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--from", args->from, "predict again the counts saved in a profile's JSON (--json-out)")
       ->type_name("FILE.json")
       ->allow_extra_args(false);
-  plan::CostShape& s = args->call.shape;
-  cmd->add_option("--batch", s.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-q", s.heads_q, "query heads")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-kv", s.heads_kv, "key/value heads (must divide --heads-q)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-q", s.seq_q, "query sequence length")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-k", s.seq_k, "key sequence length")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--window-left", s.window_left, "window kernels: keys before the diagonal (-1: all)")
-      ->capture_default_str();
-  cmd->add_option("--window-right", s.window_right, "window kernels: keys after the diagonal (-1: all)")
-      ->capture_default_str();
+  add_shape_options(*cmd, args->call.shape);
+  add_window_options(*cmd, args->call.shape);
   cmd->add_option("--dtype", args->dtype, "only kernels of this dtype: float16, bfloat16, float32");
   cmd->add_option("--causal", args->causal, "only kernels of this causal mode: none, top_left, bottom_right");
   cmd->add_option("--head-dim", args->head_dim, "only kernels of this head_dim");

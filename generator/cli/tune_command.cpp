@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "shape_options.h"
 #include "errors.h"
 #include "io/atomic_file.h"
 #include "profile/chip_selection.h"
@@ -128,14 +129,7 @@ void register_tune_command(CLI::App& app, CommandAction& action) {
       "Exit status: 0 ok, 1 bad spec, shape or option, 2 internal error.");
   cmd->add_option("specs", args->specs, "spec files (JSON)")->required()->type_name("SPEC");
   cmd->add_option("--kernel", args->kernel, "only the kernel of this name");
-  plan::CostShape& s = args->shape;
-  cmd->add_option("--batch", s.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-q", s.heads_q, "query heads")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-kv", s.heads_kv, "key/value heads (must divide --heads-q)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-q", s.seq_q, "query sequence length")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seq-k", s.seq_k, "key sequence length")->capture_default_str()->check(CLI::PositiveNumber);
+  add_shape_options(*cmd, args->shape);
   cmd->add_option("--chip", args->chips, "chips to sum over: all, or names separated by commas")
       ->capture_default_str();
   cmd->add_option("--sample", args->sample, "threadgroups executed per launch (0: all)")->capture_default_str();
