@@ -90,6 +90,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"causal", causal},
       {"causal_mode", std::string(spec::to_string(s.causal))},
       {"has_offset", has_offset},
+      {"offset_rules", causal || s.window},  // visibility rules that measure the distance to the diagonal
       {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(params.seq_k) - int(params.seq_q)"},
       {"decode", s.kind == spec::Kind::decode},
       {"resident", plan.resident_tiles},
