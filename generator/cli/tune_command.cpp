@@ -104,7 +104,11 @@ int run_tune(const TuneArgs& args) {
         {"command", command_line(args)},
         {"model", "every time is a prediction of the mfagen cost model (docs/cost_model.md), not a measurement"},
         {"shape",
-         {{"batch", s.batch}, {"heads_q", s.heads_q}, {"heads_kv", s.heads_kv}, {"seq_q", s.seq_q}, {"seq_k", s.seq_k}}},
+         {{"batch", s.batch},
+          {"heads_q", s.heads_q},
+          {"heads_kv", s.heads_kv},
+          {"seq_q", s.seq_q},
+          {"seq_k", s.seq_k}}},
         {"sample_threadgroups", args.sample},
         {"kernels", std::move(results)}};
     io::write_file_atomic(args.json_file, doc.dump(2) + "\n");

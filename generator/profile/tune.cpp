@@ -75,8 +75,9 @@ nlohmann::json to_json(const TuneResult& r) {
                           {"predicted_seconds", seconds},
                           {"total_seconds", c.total_seconds}});
   }
+  const std::string& path = r.spec.origin.json_path;
   nlohmann::json j = {{"name", r.spec.name},
-                      {"origin", r.spec.origin.file + (r.spec.origin.json_path.empty() ? "" : ":" + r.spec.origin.json_path)},
+                      {"origin", r.spec.origin.file + (path.empty() ? "" : ":" + path)},
                       {"table_tiles", tiles_json(r.table_tiles)},
                       {"refused", r.refused},
                       {"candidates", std::move(candidates)}};
