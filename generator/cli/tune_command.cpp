@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct TuneArgs {
   uint64_t sample = kDefaultProfileSample;
   uint32_t top = 5;
   std::string json_file;
+  std::string table_file;  // a tile table (generator/plan/tile_table.json) to rewrite
   profile::TuneGrid grid;
 };
 
@@ -79,6 +81,18 @@ void print_result(const profile::TuneResult& r, uint32_t top) {
                r.ranked.front().tiles.block_q, r.ranked.front().tiles.block_k, r.ranked.front().tiles.simdgroups);
 }
 
+// The tile table --write-table rewrites: it must be readable JSON with a "rows" list.
+nlohmann::json read_table(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UserError(fmt::format("--write-table {}: cannot read the file", file));
+  nlohmann::json table = nlohmann::json::parse(in, nullptr, false);
+  if (table.is_discarded() || !table.is_object() || !table.contains("rows") || !table["rows"].is_array())
+    throw UserError(fmt::format("--write-table {}: not a tile table (JSON with a \"rows\" list, as "
+                                "generator/plan/tile_table.json)",
+                                file));
+  return table;
+}
+
 int run_tune(const TuneArgs& args) {
   const plan::CostShape& s = args.shape;
   if (s.heads_q % s.heads_kv != 0)
@@ -92,12 +106,24 @@ int run_tune(const TuneArgs& args) {
   fmt::print("All times below are predictions of a model (the mfagen cost model, see docs/cost_model.md), not "
              "measurements on an Apple GPU.\n");
   fmt::print("Call shape: B {}, Hq {}, Hkv {}, Sq {}, Sk {}\n\n", s.batch, s.heads_q, s.heads_kv, s.seq_q, s.seq_k);
+  nlohmann::json table;
+  if (!args.table_file.empty()) table = read_table(args.table_file);  // before anything slow runs
   nlohmann::json results = nlohmann::json::array();
+  std::vector<profile::TuneResult> tuned;
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (i > 0) fmt::print("\n");
-    const profile::TuneResult r = profile::tune_kernel(kernels[i], s, chips, args.sample, args.grid);
-    print_result(r, args.top);
-    results.push_back(profile::to_json(r));
+    tuned.push_back(profile::tune_kernel(kernels[i], s, chips, args.sample, args.grid));
+    print_result(tuned.back(), args.top);
+    results.push_back(profile::to_json(tuned.back()));
+  }
+  if (!args.table_file.empty()) {
+    try {
+      profile::write_best_rows(table, tuned, command_line(args));
+    } catch (const std::exception& e) {
+      throw UserError(fmt::format("--write-table {}: {}", args.table_file, e.what()));
+    }
+    io::write_file_atomic(args.table_file, table.dump(2) + "\n");
+    fmt::print("\nwrote the best rows to {}\n", args.table_file);
   }
   if (!args.json_file.empty()) {
     const nlohmann::json doc = {
@@ -127,7 +153,8 @@ void register_tune_command(CLI::App& app, CommandAction& action) {
       "inputs at the call shape on the cpu backend with its work counted, and predicted per chip by\n"
       "the cost model (as `mfagen profile` does). Rows are ranked by their time summed over the chips.\n"
       "Every time printed is a MODEL PREDICTION, not a measurement on an Apple GPU. --json-out writes\n"
-      "every candidate and the command line; pin the best row with the spec's `tiles` field.\n\n"
+      "every candidate and the command line; pin the best row with the spec's `tiles` field, or let\n"
+      "--write-table rewrite the planner's table (generator/plan/tile_table.json, then rebuild).\n\n"
       "Example:\n"
       "  mfagen tune specs/llama.json --kernel attn_fwd_f16_d128_causal_br_gqa --chip m1_max,m3_max\n\n"
       "Exit status: 0 ok, 1 bad spec, shape or option, 2 internal error.");
@@ -152,6 +179,9 @@ void register_tune_command(CLI::App& app, CommandAction& action) {
   cmd->add_option("--top", args->top, "rows printed per kernel")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--json-out", args->json_file, "write every candidate's predictions here (JSON)")
       ->type_name("FILE.json");
+  cmd->add_option("--write-table", args->table_file,
+                  "rewrite the row each kernel falls in, in this tile table, with its best tiles and the command")
+      ->type_name("generator/plan/tile_table.json");
   cmd->callback([args, &action] { action = [args] { return run_tune(*args); }; });
 }
 

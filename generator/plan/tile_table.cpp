@@ -1,50 +1,79 @@
-// The planner's default tiles, keyed by head dim (DESIGN.md section 4).
-//
-// Forward tiles are the fastest rows `mfagen profile` predicts for f16 at
-// D 64 / 128 / 256, Sq = Sk 4096, B 1, H 16, on the M1 Max and M3 Max models
-// (docs/kernel_speed.md has the search and its figures): eight simdgroups of
-// one 8-row tile each (64 query rows) share every K/V tile staged in
-// threadgroup memory, which keeps staging per MMA low, 24 simdgroups
-// resident per core, and many threadgroups per launch (a short dispatch
-// tail). Up to D 128 a thread keeps at most 80 float32 fragment values (no
-// spills on a 128-register file); D 256 takes 16 keys per step and still
-// keeps 132, which would spill (the model does not charge spills). Every
-// family gets the same rows: since K and V are staged as float32, the
-// element type no longer changes the threadgroup memory a tile needs.
+// The planner's default tiles (DESIGN.md section 4): rows of data in
+// tile_table.json, embedded at configure time, keyed by kernel kind and the
+// widest head dim. How the rows were chosen (and how `mfagen tune` rewrites
+// them) is in that file and in docs/kernel_speed.md. In short: one 8-row
+// query tile per simdgroup, eight simdgroups sharing each staged K/V (q/dO)
+// tile up to D 128, which keeps staging per MMA low, 24 simdgroups resident
+// per core and a short dispatch tail; decode is one 8-row simdgroup split
+// over many threadgroups. Every family gets the same rows: K and V are staged
+// as float32 in the forward, so the element type does not change a tile's
+// threadgroup memory.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "plan/kernel_plan.h"
 
 namespace mfagen::plan {
 
-spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType, spec::Target) {
+// Defined in the tile_table_data.cpp that CMake generates from tile_table.json.
+std::string_view embedded_tile_table();
+
+namespace {
+
+struct TableRow {
+  spec::Kind kind;
+  uint32_t max_head_dim;
+  spec::Tiles tiles;
+};
+
+spec::Kind kind_named(const std::string& name) {
+  for (spec::Kind k : spec::kAllKinds)
+    if (spec::to_string(k) == name) return k;
+  throw std::logic_error(fmt::format("tile_table.json: unknown kind \"{}\"", name));
+}
+
+// Parsed once. The file is the repository's own data, checked by tests; a
+// malformed table is a build defect (logic_error), not a user error.
+const std::vector<TableRow>& table_rows() {
+  static const std::vector<TableRow> rows = [] {
+    std::vector<TableRow> parsed;
+    const nlohmann::json doc = nlohmann::json::parse(embedded_tile_table());
+    for (const nlohmann::json& row : doc.at("rows")) {
+      const nlohmann::json& t = row.at("tiles");
+      parsed.push_back({kind_named(row.at("kind").get<std::string>()), row.at("max_head_dim").get<uint32_t>(),
+                        {t.at("block_q").get<uint32_t>(), t.at("block_k").get<uint32_t>(),
+                         t.at("simdgroups").get<uint32_t>()}});
+    }
+    return parsed;
+  }();
+  return rows;
+}
+
+spec::Tiles row_for(spec::Kind kind, uint32_t head_dim, uint32_t head_dim_v) {
   const uint32_t widest = std::max(head_dim, head_dim_v);
-  if (widest <= 128) return spec::Tiles{64, 64, 8};
-  if (widest <= 256) return spec::Tiles{64, 16, 8};
-  return spec::Tiles{16, 16, 2};
+  for (const TableRow& row : table_rows())
+    if (row.kind == kind && widest <= row.max_head_dim) return row.tiles;
+  throw std::logic_error(
+      fmt::format("tile_table.json has no {} row for head dim {}", spec::to_string(kind), widest));
+}
+
+}  // namespace
+
+spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType, spec::Target) {
+  return row_for(spec::Kind::forward, head_dim, head_dim_v);
 }
 
 spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
-  // One simdgroup of 8 rows (the q heads of a GQA group of up to 8 for one
-  // query, or several queries of smaller groups): decode moves K and V once
-  // and is bound by memory, so the key loop is split over many small
-  // threadgroups (about 1024, choose_splits) instead of making blocks
-  // taller; a second simdgroup would idle whenever the group has 8 rows or
-  // fewer, and the threadgroup would wait for its busier one.
-  return std::max(head_dim, head_dim_v) <= 128 ? spec::Tiles{8, 32, 1} : spec::Tiles{8, 16, 1};
+  return row_for(spec::Kind::decode, head_dim, head_dim_v);
 }
 
 spec::Tiles backward_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {
-  // Both blocks are rows of some kernel (queries in dq, keys in dkdv), so
-  // both are multiples of 8 x simdgroups. One 8-row tile per simdgroup, as in
-  // the forward; up to D 128, eight simdgroups share each staged q/dO (K/V)
-  // tile, which the profile predicts fastest (docs/kernel_speed.md). Every
-  // row carries four fragment sets (k, v, dk, dv in dkdv), so large head
-  // dims keep fewer rows.
-  const uint32_t widest = std::max(head_dim, head_dim_v);
-  if (widest <= 128) return spec::Tiles{64, 64, 8};
-  if (widest <= 256) return spec::Tiles{32, 32, 4};
-  return spec::Tiles{16, 16, 2};
+  return row_for(spec::Kind::backward, head_dim, head_dim_v);
 }
 
 }  // namespace mfagen::plan

@@ -1,7 +1,9 @@
 #include "profile/tune.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <tuple>
+#include <stdexcept>
 
 #include "plan/kernel_plan.h"
 #include "profile/chip_selection.h"
@@ -83,6 +85,25 @@ nlohmann::json to_json(const TuneResult& r) {
                       {"candidates", std::move(candidates)}};
   j["best"] = r.ranked.empty() ? nlohmann::json(nullptr) : tiles_json(r.ranked.front().tiles);
   return j;
+}
+
+void write_best_rows(nlohmann::json& table, const std::vector<TuneResult>& results, const std::string& source) {
+  for (const TuneResult& r : results) {
+    if (r.ranked.empty()) continue;
+    const std::string kind(spec::to_string(r.spec.kind));
+    const uint32_t widest = std::max(r.spec.head_dim, r.spec.head_dim_v);
+    nlohmann::json* row = nullptr;
+    for (nlohmann::json& candidate : table.at("rows"))
+      if (candidate.at("kind") == kind && widest <= candidate.at("max_head_dim").get<uint32_t>()) {
+        row = &candidate;
+        break;
+      }
+    if (!row)
+      throw std::invalid_argument(
+          fmt::format("the tile table has no {} row for head dim {} (kernel {})", kind, widest, r.spec.name));
+    (*row)["tiles"] = tiles_json(r.ranked.front().tiles);
+    (*row)["source"] = fmt::format("{} (kernel {})", source, r.spec.name);
+  }
 }
 
 }  // namespace mfagen::profile

@@ -51,4 +51,10 @@ TuneResult tune_kernel(const spec::KernelSpec& spec, const plan::CostShape& shap
 // {"name", "origin", "kind", "table_tiles", "best", "refused", "candidates": [...]}.
 nlohmann::json to_json(const TuneResult& result);
 
+// In a tile table document (generator/plan/tile_table.json), replaces the
+// row each tuned kernel falls in (its kind; the first row whose max_head_dim
+// covers its widest head dim) with its best tiles, and records `source` (the
+// command) there. std::invalid_argument naming the kernel if no row covers it.
+void write_best_rows(nlohmann::json& table, const std::vector<TuneResult>& results, const std::string& source);
+
 }  // namespace mfagen::profile

@@ -168,7 +168,27 @@ TEST_F(ProfileCli, TuneRanksTileRowsAndRecordsTheCommand) {
   for (size_t i = 1; i < 4; ++i)
     EXPECT_LE(k["candidates"][i - 1]["total_seconds"].get<double>(), k["candidates"][i]["total_seconds"].get<double>());
 
+  // --write-table rewrites the row the kernel falls in (forward, head dims up
+  // to 128) of a copy of the planner's table, and records the command there.
+  const fs::path table = dir_ / "tile_table.json";
+  fs::copy_file(fs::path(MFAGEN_SOURCE_DIR) / "generator" / "plan" / "tile_table.json", table);
+  r = mfagen({"tune", spec_.string(), "--kernel", "attn_fwd_f16_d64_gqa", "--heads-q", "1", "--heads-kv", "1",
+              "--seq-q", "64", "--seq-k", "64", "--chip", "m1_max", "--block-q", "16", "--block-k", "16",
+              "--simdgroups", "2", "--write-table", table.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream table_in(table);
+  const nlohmann::json rows = nlohmann::json::parse(table_in)["rows"];
+  EXPECT_EQ(rows[0]["kind"], "forward");
+  EXPECT_EQ(rows[0]["tiles"], (nlohmann::json{{"block_q", 16}, {"block_k", 16}, {"simdgroups", 2}}));
+  EXPECT_THAT(rows[0]["source"].get<std::string>(), HasSubstr("mfagen tune"));
+  EXPECT_THAT(rows[0]["source"].get<std::string>(), HasSubstr("(kernel attn_fwd_f16_d64_gqa)"));
+  EXPECT_EQ(rows[1]["tiles"], (nlohmann::json{{"block_q", 64}, {"block_k", 16}, {"simdgroups", 8}}));  // untouched
+
   const fs::path never = dir_ / "never.json";
+  std::ofstream(dir_ / "not_a_table.json") << R"({"kernels": []})";
+  r = mfagen({"tune", spec_.string(), "--write-table", (dir_ / "not_a_table.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("not a tile table"));
   r = mfagen({"tune", spec_.string(), "--kernel", "no_such_kernel", "--json-out", never.string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("no kernel named \"no_such_kernel\""));

@@ -39,6 +39,22 @@ TEST(TileTable, ForwardRowsAreOneTilePerSimdgroupOnEveryFamily) {
   }
 }
 
+TEST(TileTable, EveryHeadDimOfEveryKindHasAPlannableRow) {
+  // The table is data (tile_table.json): every head dim the spec allows must
+  // find a row, and the row must plan, for every kind.
+  for (uint32_t d = 1; d <= 576; ++d) {
+    spec::KernelSpec s;
+    s.dtype = spec::DType::float16;
+    s.head_dim = s.head_dim_v = d;
+    s.name = "t";
+    for (spec::Kind kind : spec::kAllKinds) {
+      s.kind = kind;
+      s.lse = true;
+      ASSERT_NO_THROW(plan_kernel(s)) << spec::to_string(kind) << " D " << d;
+    }
+  }
+}
+
 TEST(TileTable, DecodeIsOneSimdgroupOfEightRows) {
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
     const spec::Tiles t = decode_table_tiles(d, d);

@@ -63,5 +63,26 @@ TEST(Tune, RanksCandidatesByTheirPredictedTimeSummedOverChips) {
   EXPECT_EQ(j["best"]["block_q"], r.ranked.front().tiles.block_q);
 }
 
+TEST(Tune, WritesTheBestTilesIntoTheRowTheKernelFallsIn) {
+  nlohmann::json table = nlohmann::json::parse(R"({"rows": [
+      {"kind": "forward", "max_head_dim": 16, "tiles": {"block_q": 8, "block_k": 8, "simdgroups": 1}},
+      {"kind": "decode", "max_head_dim": 64, "tiles": {"block_q": 8, "block_k": 8, "simdgroups": 1}},
+      {"kind": "forward", "max_head_dim": 64, "tiles": {"block_q": 8, "block_k": 8, "simdgroups": 1}},
+      {"kind": "forward", "max_head_dim": 128, "tiles": {"block_q": 8, "block_k": 8, "simdgroups": 1}}]})");
+  const nlohmann::json before = table;
+  TuneResult r;
+  r.spec = small_forward();  // forward, head dim 32
+  TuneCandidate best;
+  best.tiles = {32, 16, 2};
+  r.ranked.push_back(best);
+  write_best_rows(table, {r}, "mfagen tune x.json");
+  EXPECT_EQ(table["rows"][2]["tiles"], (nlohmann::json{{"block_q", 32}, {"block_k", 16}, {"simdgroups", 2}}));
+  EXPECT_EQ(table["rows"][2]["source"], "mfagen tune x.json (kernel tuned)");
+  for (size_t i : {0u, 1u, 3u}) EXPECT_EQ(table["rows"][i], before["rows"][i]) << i;
+
+  r.spec.head_dim = r.spec.head_dim_v = 256;  // past every forward row
+  EXPECT_THROW(write_best_rows(table, {r}, "mfagen tune x.json"), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace mfagen::profile
