@@ -80,17 +80,6 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
     require(call.splits == 0, "kernel " + kernel.entry + " is not a decode kernel: it takes no key splits");
 }
 
-// Decode: enough threadgroups to fill a large Apple GPU (40 cores x 24
-// resident simdgroups, about 1024 one-simdgroup threadgroups) without splits
-// shorter than 256 keys, whose partial results would cost more to merge than
-// they save.
-uint32_t choose_splits(uint64_t seq_k, uint64_t other_threadgroups) {
-  constexpr uint64_t kTargetThreadgroups = 1024, kMinKeysPerSplit = 256;
-  const uint64_t wanted = (kTargetThreadgroups + other_threadgroups - 1) / other_threadgroups;
-  const uint64_t most = (seq_k + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
-  return uint32_t(std::max<uint64_t>(1, std::min(wanted, most)));
-}
-
 }  // namespace
 
 ForwardStrides contiguous_bhsd(const AttentionShape& s, uint32_t d, uint32_t dv) {
@@ -151,7 +140,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.decode) {
     const uint64_t rows = shape.heads_q / shape.heads_kv * shape.seq_q;
     row_blocks = uint32_t((rows + kernel.block_q - 1) / kernel.block_q);
-    splits = call.splits ? call.splits : choose_splits(shape.seq_k, shape.batch * shape.heads_kv * row_blocks);
+    splits = call.splits ? call.splits : choose_decode_splits(shape.seq_k, shape.batch * shape.heads_kv * row_blocks);
     require(splits <= shape.seq_k, "splits (" + std::to_string(splits) + ") must be at most seq_k");
     split_keys = uint32_t((shape.seq_k + splits - 1) / splits);
     split_keys = (split_keys + kernel.block_k - 1) / kernel.block_k * kernel.block_k;

@@ -84,14 +84,6 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) {
   return a / b + (a % b != 0);
 }
 
-// Decode splits: choose_splits() of forward_dispatch.cpp.
-uint32_t choose_splits(uint64_t seq_k, uint64_t other_threadgroups) {
-  constexpr uint64_t kTargetThreadgroups = 1024, kMinKeysPerSplit = 256;
-  const uint64_t wanted = other_threadgroups >= kTargetThreadgroups ? 1 : ceil_div(kTargetThreadgroups, other_threadgroups);
-  const uint64_t most = ceil_div(seq_k, kMinKeysPerSplit);
-  return uint32_t(std::max<uint64_t>(1, std::min(wanted, most)));
-}
-
 [[noreturn]] void reject(const KernelEntry& kernel, const ForwardCall& call) {
   plan_forward(kernel.info, call);  // throws the DispatchError naming the problem
   throw DispatchError("kernel " + kernel.name + ": the call cannot be planned (launch_plan and plan_forward disagree)");
@@ -170,7 +162,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   if (info.decode) {
     const uint64_t rows = uint64_t(uint32_t(s.heads_q) / uint32_t(s.heads_kv)) * s.seq_q;
     row_blocks = uint32_t(ceil_div(rows, info.block_q));
-    splits = call.splits ? call.splits : choose_splits(s.seq_k, s.batch * s.heads_kv * row_blocks);
+    splits = call.splits ? call.splits : choose_decode_splits(s.seq_k, s.batch * s.heads_kv * row_blocks);
     if (splits > s.seq_k) reject(kernel, call);
     split_keys = uint32_t(ceil_div(s.seq_k, splits));
     split_keys = uint32_t(ceil_div(split_keys, info.block_k)) * info.block_k;

@@ -109,6 +109,23 @@ class DispatchError : public std::invalid_argument {
 
 DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& call);
 
+// Decode key splits when a call gives none: enough threadgroups to fill a
+// large Apple GPU (40 cores x 24 resident simdgroups, about 1024
+// one-simdgroup threadgroups) without splits shorter than 256 keys, whose
+// partial results would cost more to merge than they save. Inline and free
+// of 64-bit division: the runtime's allocation-free launch plan calls it per
+// call, as plan_forward does.
+inline uint32_t choose_decode_splits(uint64_t seq_k, uint64_t other_threadgroups) {
+  constexpr uint32_t kTargetThreadgroups = 1024;
+  constexpr uint64_t kMinKeysPerSplit = 256;  // a power of two: the division below is a shift
+  const uint64_t wanted = other_threadgroups >= kTargetThreadgroups
+                              ? 1
+                              : (kTargetThreadgroups + uint32_t(other_threadgroups) - 1) / uint32_t(other_threadgroups);
+  const uint64_t most = (seq_k + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
+  const uint64_t splits = wanted < most ? wanted : most;
+  return uint32_t(splits > 1 ? splits : 1);
+}
+
 // Buffer indices of generated forward kernels (DESIGN.md section 8 reads them from the manifest).
 inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardOut = 3, kForwardLse = 4,
                           kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7, kForwardOutPartial = 8,
