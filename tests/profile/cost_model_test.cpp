@@ -211,13 +211,20 @@ TEST(Occupancy, LimitedByThreadgroupMemoryWhenLarge) {
   }
 }
 
-TEST(Occupancy, LimitedByRegistersOrThreads) {
-  const Chip& c = find_chip("M1 Max");
+// A launch whose threadgroup memory (1 KB) never limits residency, so that
+// threads and registers do.
+LaunchWork light_memory_launch(uint32_t threads, uint32_t registers) {
   LaunchWork l = launch(100, mixed_ops());
   l.threadgroup_memory_bytes = 1024;
-  l.threads_per_threadgroup = 256;
-  l.simdgroups_per_threadgroup = 8;
-  l.registers_per_thread = 104;
+  l.threads_per_threadgroup = threads;
+  l.simdgroups_per_threadgroup = threads / 32;
+  l.registers_per_thread = registers;
+  return l;
+}
+
+TEST(Occupancy, LimitedByRegistersOrThreads) {
+  const Chip& c = find_chip("M1 Max");
+  LaunchWork l = light_memory_launch(256, 104);
   Occupancy o = occupancy(c, l);
   EXPECT_EQ(o.limit, "registers");
   // The register file holds 2 such threadgroups, but registers never keep
@@ -244,11 +251,7 @@ TEST(Occupancy, LimitedByRegistersOrThreads) {
 // ever fewer resident threadgroups: occupancy counts at most the maximum.
 TEST(Occupancy, RegistersBeyondThePerThreadMaximumSpill) {
   const Chip& c = find_chip("M3 Max");
-  LaunchWork l = launch(100, mixed_ops());
-  l.threadgroup_memory_bytes = 1024;
-  l.threads_per_threadgroup = 128;
-  l.simdgroups_per_threadgroup = 4;
-  l.registers_per_thread = static_cast<uint32_t>(c.max_registers_per_thread);
+  LaunchWork l = light_memory_launch(128, static_cast<uint32_t>(c.max_registers_per_thread));
   const Occupancy at_max = occupancy(c, l);
   l.registers_per_thread = static_cast<uint32_t>(4 * c.max_registers_per_thread);
   const Occupancy beyond = occupancy(c, l);
@@ -262,12 +265,7 @@ TEST(Occupancy, RegistersBeyondThePerThreadMaximumSpill) {
 // residency (here above the floor).
 TEST(Occupancy, FewRegistersLetMoreThreadgroupsReside) {
   const Chip& c = find_chip("M1 Max");
-  LaunchWork l = launch(100, mixed_ops());
-  l.threadgroup_memory_bytes = 1024;
-  l.threads_per_threadgroup = 128;
-  l.simdgroups_per_threadgroup = 4;
-  l.registers_per_thread = 32;
-  const Occupancy o = occupancy(c, l);
+  const Occupancy o = occupancy(c, light_memory_launch(128, 32));
   EXPECT_EQ(o.threadgroups_per_core, static_cast<uint32_t>(std::min(c.register_file_bytes_per_core / (4.0 * 32 * 128),
                                                                      c.max_threads_per_core / 128)));
   EXPECT_GT(o.simdgroups_per_core, c.saturation_simdgroups_per_core);
