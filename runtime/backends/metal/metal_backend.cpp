@@ -70,7 +70,7 @@ std::string constants_key(const KernelEntry& kernel) {
   std::string key;
   for (const FunctionConstant& c : kernel.function_constants) {
     if (!c.has_value) continue;
-    key += "|" + std::to_string(c.index) + ":" + c.type + "=";
+    key.append("|").append(std::to_string(c.index)).append(":").append(c.type).append("=");
     for (uint32_t i = 0; i < c.value_bytes; ++i) {
       char hex[3];
       std::snprintf(hex, sizeof hex, "%02x", unsigned(c.value[i]));
