@@ -167,6 +167,24 @@ TEST_F(MetalBackendOnStandIn, ASecondCallCompilesAndBuildsNothing) {
   EXPECT_EQ(metal_standin::counters(metal.device()).pipelines_built, launches);
 }
 
+TEST_F(MetalBackendOnStandIn, AKernelNeedingMoreThreadsThanTheDeviceAllowsIsRefused) {
+  metal_standin::DeviceOptions small;
+  small.max_threads_per_threadgroup = 32;
+  MTL::Device* device = metal_standin::create_device(small);
+  MetalBackend metal(device);
+  device->release();  // the backend holds its own reference
+  const KernelEntry& kernel = library_->kernels().at(0);
+  ASSERT_GT(kernel.info.threads, 32u);
+  const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+  Storage tensors = c.inputs;
+  try {
+    metal.run(*library_, kernel, Library::launch_plan(kernel, c.call), test::bind(tensors));
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("allows 32 threads per threadgroup"), std::string::npos) << e.what();
+  }
+}
+
 // A one-kernel library in its own directory, to break on purpose.
 class BrokenLibrary : public ::testing::Test {
  protected:

@@ -1,6 +1,5 @@
-// NOT BUILT OR RUN where mfagen is developed (no Apple GPU, no Metal
-// compiler, no metal-cpp there); see the header. Written against metal-cpp
-// (Apple's C++ interface to Metal, macOS 13+ / iOS 16+).
+// Written against metal-cpp (Apple's C++ interface to Metal, macOS 13+ /
+// iOS 16+); built here against runtime/metal_cpp_standin (see the header).
 #define NS_PRIVATE_IMPLEMENTATION
 #define MTL_PRIVATE_IMPLEMENTATION
 #include <Foundation/Foundation.hpp>
@@ -172,11 +171,13 @@ MetalBackend::Pipelines MetalBackend::build_pipelines(const Library& library, co
 
 MetalBackend::Pipelines MetalBackend::pipelines(const Library& library, const KernelEntry& kernel) {
   if (auto it = prepared_.find(&kernel); it != prepared_.end()) return it->second;  // no lock: prepare() is done
+  Released<NS::AutoreleasePool> pool(NS::AutoreleasePool::alloc()->init());
   std::lock_guard lock(mutex_);
   return build_pipelines(library, kernel);  // cached in pipelines_ after the first call
 }
 
 void MetalBackend::prepare(const Library& library) {
+  Released<NS::AutoreleasePool> pool(NS::AutoreleasePool::alloc()->init());  // the names and errors made below
   std::lock_guard lock(mutex_);
   for (const KernelEntry& kernel : library.kernels()) prepared_[&kernel] = build_pipelines(library, kernel);
 }

@@ -1,6 +1,6 @@
 // A backend executes dispatch plans (DESIGN.md section 8): cpu (the
 // generated MSL compiled as host code, runtime/library/cpu_backend.*) and
-// metal (Apple platforms only, runtime/backends/metal). Tensors are bound by
+// metal (runtime/backends/metal: on Apple, or on the metal-cpp stand-in). Tensors are bound by
 // buffer index as bytes in the layout the plan describes.
 #pragma once
 

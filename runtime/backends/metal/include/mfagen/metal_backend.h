@@ -1,11 +1,13 @@
-// The Metal backend (DESIGN.md section 8), for Apple platforms. NOT BUILT OR
-// RUN where mfagen is developed: there is no Apple GPU or Metal compiler
-// there, so nothing in this folder has been executed; the cpu backend is the
-// tested path. It loads a kernel's library (a precompiled <name>.metallib
-// next to the manifest when present, else the vendored .metal source compiled
-// at first use), caches pipeline states by entry point + function constant
-// values, and encodes a plan's launches in order with a buffer barrier
-// between dependent launches.
+// The Metal backend (DESIGN.md section 8). On Apple platforms it builds
+// against Apple's metal-cpp and runs on the GPU; that path has not been run
+// where mfagen is developed (no Apple GPU there). Elsewhere the same code
+// builds against the metal-cpp stand-in (runtime/metal_cpp_standin), which
+// runs every dispatch on the cpu backend and reports what Metal would reject;
+// tests/metal runs it there. It loads a kernel's library (a precompiled
+// <name>.metallib next to the manifest when present, else the vendored .metal
+// source compiled at first use), caches pipeline states by entry point +
+// function constant values, and encodes a plan's launches in order with a
+// buffer barrier between dependent launches.
 //
 // Two ways to use it:
 //  - run(): the Backend interface; copies tensors into shared buffers,
