@@ -116,6 +116,7 @@ TEST_F(MetalBackendOnStandIn, EveryKindAndFeatureMatchesTheCpuBackendBitForBit) 
   CpuBackend cpu;
   MetalBackend metal;
   ASSERT_EQ(metal.name(), "metal");
+  EXPECT_FALSE(metal.measures_gpu_time()) << "the stand-in times an emulation, not a GPU";
   uint64_t seed = 100;
   for (const KernelEntry& kernel : library_->kernels()) {
     SCOPED_TRACE(kernel.name);

@@ -25,6 +25,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Whether RunStats::seconds are GPU timestamps (the Metal backend on an
+  // Apple GPU). Otherwise they time an emulation on the CPU (the cpu backend,
+  // the Metal backend on the metal-cpp stand-in) and must be labeled so.
+  virtual bool measures_gpu_time() const { return false; }
   // Runs every launch of `plan` (made for `kernel` of `library`) in order.
   // `tensors` holds every non-scratch buffer except params; the backend
   // allocates scratch buffers and binds the params bytes.

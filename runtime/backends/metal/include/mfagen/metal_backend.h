@@ -45,6 +45,7 @@ class MetalBackend final : public Backend {
   MetalBackend& operator=(const MetalBackend&) = delete;
 
   std::string_view name() const override { return "metal"; }
+  bool measures_gpu_time() const override { return !MFAGEN_METAL_STANDIN; }
   MTL::Device* device() const { return device_; }
 
   // Copies the tensors into shared buffers, runs, copies written tensors back.
