@@ -16,6 +16,8 @@
 #include "attention_reference.h"
 #include "generated_manifest.h"
 #include "gradient_tolerance.h"
+#include <nlohmann/json.hpp>
+
 #include "mfagen/cpu_backend.h"
 #include "mfagen/metal_backend.h"
 #include "mfagen/metal_cpp_standin.h"
@@ -184,6 +186,34 @@ TEST_F(MetalBackendOnStandIn, AKernelNeedingMoreThreadsThanTheDeviceAllowsIsRefu
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("allows 32 threads per threadgroup"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(MetalBackendOnStandIn, PipelinesAreKeyedByEntryAndFunctionConstantValues) {
+  // Two manifests naming one kernel file, differing only in a function
+  // constant's value (generated kernels declare none; apps' manifests may).
+  std::ifstream in(*dir_ / "manifest.json");
+  const nlohmann::json original = nlohmann::json::parse(in);
+  std::vector<Library> libraries;
+  for (int value : {1, 2}) {
+    nlohmann::json manifest = original;
+    nlohmann::json kernel = original["kernels"][0];
+    kernel["function_constants"] = {{{"index", 0}, {"name", "kVariant"}, {"type", "int"}, {"value", value}}};
+    manifest["kernels"] = nlohmann::json::array({kernel});
+    libraries.push_back(Library::load_from_memory(manifest.dump(), *dir_));
+  }
+  MetalBackend metal;
+  auto run = [&](const Library& library) {
+    const KernelEntry& kernel = library.kernels().at(0);
+    const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+    Storage tensors = c.inputs;
+    metal.run(library, kernel, Library::launch_plan(kernel, c.call), test::bind(tensors));
+  };
+  run(libraries[0]);
+  run(libraries[1]);
+  EXPECT_EQ(metal_standin::counters(metal.device()).libraries_compiled, 1u) << "one file, one library";
+  EXPECT_EQ(metal_standin::counters(metal.device()).pipelines_built, 2u) << "one pipeline per constant value";
+  run(libraries[0]);
+  EXPECT_EQ(metal_standin::counters(metal.device()).pipelines_built, 2u);
 }
 
 // A one-kernel library in its own directory, to break on purpose.
