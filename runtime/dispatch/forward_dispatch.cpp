@@ -116,6 +116,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   const double scale = call.scale > 0 ? call.scale : 1.0 / std::sqrt(double(kernel.head_dim));
 
   DispatchPlan plan;
+  plan.shape = shape;
   const uint64_t e = kernel.element_bytes;
   plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim, e, "q"), false});
   plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim, e, "k"), false});

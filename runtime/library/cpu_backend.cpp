@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "mfagen/call_trace.h"
 #include "mfagen/cpu/execute_dispatch.h"
 
 namespace mfagen {
@@ -41,6 +42,7 @@ RunStats CpuBackend::run(const Library& library, const KernelEntry& kernel, cons
                          const TensorMap& tensors) {
   RunStats stats;
   auto m = module(library, kernel, stats);
+  trace_call(kernel, plan.shape, name());  // compiled: the call runs
   cpu::Detectors detectors;
   if (!detectors_) detectors = {false, false, false, false};
   const cpu::DispatchResult result = cpu::execute(*m, plan, tensors, detectors);

@@ -117,6 +117,7 @@ DispatchPlan LaunchPlan::to_dispatch_plan() const {
   }
   for (const Buffer& b : buffers()) plan.buffers.push_back({b.index, std::string(b.name), b.bytes, b.written, b.scratch});
   plan.params.assign(params().begin(), params().end());
+  plan.shape = shape;
   return plan;
 }
 
@@ -138,6 +139,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   Checked c;
   plan.launch_count = plan.buffer_count = 0;
   plan.constants = kernel.function_constants;
+  plan.shape = s;
   uint32_t present = 0;  // bit per buffer index in the plan
   auto add = [&](uint32_t index, std::string_view name, uint64_t bytes, bool written, bool scratch = false) {
     plan.buffer_storage[plan.buffer_count++] = {name, bytes, index, written, scratch};

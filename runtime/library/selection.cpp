@@ -1,10 +1,12 @@
 // Library::find / select: the selection rule of library.h. find() is the hot
 // path: one hash probe on the exact-match facts of the call, then the first
 // fitting kernel of a short list presorted by preference; integer
-// comparisons only, no allocation, no locks.
+// comparisons only, no allocation, no locks. A miss is reported to the call
+// trace (mfagen/call_trace.h) with its reason when the trace is on.
 #include <algorithm>
 #include <string>
 
+#include "mfagen/call_trace.h"
 #include "mfagen/library.h"
 
 namespace mfagen {
@@ -25,8 +27,8 @@ int preference(const KernelEntry& k) {
 // The facts that must match exactly, packed into 50 bits; kNoKey for values
 // no kernel can have (head dims of 2^20 and more).
 constexpr uint64_t kNoKey = ~uint64_t(0);
-uint64_t exact_key(bool backward, ElementType dtype, uint64_t d, uint64_t dv, CausalMode causal, MaskInput mask,
-                   bool window, bool softcap, bool alibi) {
+inline uint64_t exact_key(bool backward, ElementType dtype, uint64_t d, uint64_t dv, CausalMode causal, MaskInput mask,
+                          bool window, bool softcap, bool alibi) {
   if (d >= (uint64_t(1) << 20) || dv >= (uint64_t(1) << 20)) return kNoKey;
   return uint64_t(backward) | (uint64_t(dtype) & 3) << 1 | (uint64_t(causal) & 3) << 3 | (uint64_t(mask) & 3) << 5 |
          uint64_t(window) << 7 | uint64_t(softcap) << 8 | uint64_t(alibi) << 9 | d << 10 | dv << 30;
@@ -36,11 +38,23 @@ uint64_t exact_key(const KernelEntry& k) {
   return exact_key(k.kind == KernelKind::backward, k.dtype, i.head_dim, i.head_dim_v, k.causal, i.mask, i.window,
                    i.softcap, i.alibi);
 }
-uint64_t exact_key(const AttentionQuery& q) {
+inline uint64_t exact_key(const AttentionQuery& q) {  // find()'s hot path
   return exact_key(q.kind == KernelKind::backward, q.dtype, q.head_dim, q.head_dim_v, q.causal, q.mask, q.window,
                    q.softcap, q.alibi);
 }
 uint64_t slot_hash(uint64_t key, uint32_t shift) { return (key * 0x9E3779B97F4A7C15ull) >> shift; }
+
+// Partial keys for miss reasons: an exact key with the facts after a point
+// of the rule masked off, tagged above the key's 50 bits so partial keys of
+// different depths never compare equal.
+struct PartialKey {
+  uint64_t facts, tag;
+  uint64_t of(uint64_t exact) const { return (exact & facts) | tag; }
+};
+constexpr uint64_t kDtypeAndDims = uint64_t(3) << 1 | ((uint64_t(1) << 40) - 1) << 10;
+constexpr PartialKey kDimsKey{kDtypeAndDims, uint64_t(1) << 60};
+constexpr PartialKey kKindDimsKey{kDtypeAndDims | 1, uint64_t(2) << 60};
+constexpr PartialKey kKindDimsCausalKey{kDtypeAndDims | 1 | uint64_t(3) << 3, uint64_t(3) << 60};
 
 // How far a kernel is from the query, for "closest kernels" in errors.
 int distance(const KernelEntry& k, const AttentionQuery& q) {
@@ -111,25 +125,65 @@ void Library::build_index() {
     slots_[s] = {keys[order[i]], uint32_t(i), uint32_t(end - i)};
     i = end;
   }
+  partial_keys_.clear();
+  for (uint64_t key : keys)
+    for (const PartialKey& p : {kDimsKey, kKindDimsKey, kKindDimsCausalKey}) partial_keys_.push_back(p.of(key));
+  std::sort(partial_keys_.begin(), partial_keys_.end());
+  partial_keys_.erase(std::unique(partial_keys_.begin(), partial_keys_.end()), partial_keys_.end());
 }
 
-const KernelEntry* Library::find(const AttentionQuery& query) const noexcept {
-  const uint64_t key = exact_key(query);
+// inline: both helpers are find()'s hot path (and used only in this file);
+// out of line, -fPIC would keep them as calls.
+inline const Library::Slot* Library::slot_for(uint64_t key) const noexcept {
   if (key == kNoKey || slots_.empty()) return nullptr;
   const size_t mask = slots_.size() - 1;
   for (size_t s = slot_hash(key, slot_shift_);; s = (s + 1) & mask) {
-    const Slot& slot = slots_[s];
-    if (slot.count == 0) return nullptr;
-    if (slot.key != key) continue;
-    // The key holds every exact-match fact; what is left are the
-    // restrictions of the more specific kernels, checked most specific first.
-    const bool few_queries = query.shape.seq_q <= kMaxDecodeQueries;
-    const bool same_heads = query.shape.heads_q == query.shape.heads_kv;
-    for (const Candidate* c = &candidates_[slot.begin], *end = c + slot.count; c != end; ++c)
-      if ((!c->decode || few_queries) && (!c->no_gqa || same_heads) && (!c->no_lse || !query.need_lse))
-        return &kernels_[c->kernel];
-    return nullptr;
+    if (slots_[s].count == 0) return nullptr;
+    if (slots_[s].key == key) return &slots_[s];
   }
+}
+
+inline const KernelEntry* Library::find_in_index(const AttentionQuery& query) const noexcept {
+  const Slot* slot = slot_for(exact_key(query));
+  if (!slot) return nullptr;
+  // The key holds every exact-match fact; what is left are the restrictions
+  // of the more specific kernels, checked most specific first.
+  const bool few_queries = query.shape.seq_q <= kMaxDecodeQueries;
+  const bool same_heads = query.shape.heads_q == query.shape.heads_kv;
+  for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c)
+    if ((!c->decode || few_queries) && (!c->no_gqa || same_heads) && (!c->no_lse || !query.need_lse))
+      return &kernels_[c->kernel];
+  return nullptr;
+}
+
+const KernelEntry* Library::find(const AttentionQuery& query) const noexcept {
+  if (const KernelEntry* kernel = find_in_index(query)) return kernel;
+  if (call_trace_enabled()) trace_miss(query, miss_reason(query));  // only misses pay for the reason
+  return nullptr;
+}
+
+MissReason Library::miss_reason(const AttentionQuery& query) const noexcept {
+  const uint64_t key = exact_key(query);
+  auto known = [&](const PartialKey& p) {
+    return key != kNoKey && std::binary_search(partial_keys_.begin(), partial_keys_.end(), p.of(key));
+  };
+  if (!known(kDimsKey)) return MissReason::dtype_or_head_dims;
+  if (!known(kKindDimsKey))
+    return query.kind == KernelKind::backward ? MissReason::no_backward_kernel : MissReason::only_backward_kernels;
+  if (!known(kKindDimsCausalKey)) return MissReason::causal_mode;
+  const Slot* slot = slot_for(key);
+  if (!slot) return MissReason::features;
+  // Every kernel of the slot fails a restriction: report the first failed
+  // restriction of the kernel that fails the fewest (the closest one).
+  constexpr unsigned kDecode = 1, kGqa = 2, kLse = 4;
+  unsigned closest = kDecode | kGqa | kLse;
+  for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c) {
+    const unsigned failed = (c->decode && query.shape.seq_q > kMaxDecodeQueries ? kDecode : 0) |
+                            (c->no_gqa && query.shape.heads_q != query.shape.heads_kv ? kGqa : 0) |
+                            (c->no_lse && query.need_lse ? kLse : 0);
+    if (__builtin_popcount(failed) < __builtin_popcount(closest)) closest = failed;
+  }
+  return closest & kDecode ? MissReason::decode_only : closest & kGqa ? MissReason::needs_gqa : MissReason::needs_lse;
 }
 
 const KernelEntry& Library::select(const AttentionQuery& query) const {
@@ -154,6 +208,19 @@ std::string_view to_string(KernelKind k) {
 }
 std::string_view to_string(CausalMode c) {
   return c == CausalMode::none ? "none" : c == CausalMode::top_left ? "top_left" : "bottom_right";
+}
+std::string_view to_string(MissReason r) {
+  switch (r) {
+    case MissReason::dtype_or_head_dims: return "no kernel for this dtype, D and Dv";
+    case MissReason::no_backward_kernel: return "no backward kernel for this dtype, D and Dv";
+    case MissReason::only_backward_kernels: return "only backward kernels for this dtype, D and Dv";
+    case MissReason::causal_mode: return "no kernel with this causal mode";
+    case MissReason::features: return "no kernel with this mask, window, softcap and alibi";
+    case MissReason::decode_only: return "only decode kernels, and seq_q > 16";
+    case MissReason::needs_gqa: return "only kernels without gqa, and heads_q != heads_kv";
+    case MissReason::needs_lse: return "only kernels without lse, and the call needs lse";
+  }
+  return "unknown";
 }
 
 }  // namespace mfagen

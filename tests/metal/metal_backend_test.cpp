@@ -18,6 +18,7 @@
 #include "gradient_tolerance.h"
 #include <nlohmann/json.hpp>
 
+#include "mfagen/call_trace.h"
 #include "mfagen/cpu_backend.h"
 #include "mfagen/metal_backend.h"
 #include "mfagen/metal_cpp_standin.h"
@@ -139,6 +140,27 @@ TEST_F(MetalBackendOnStandIn, EveryKindAndFeatureMatchesTheCpuBackendBitForBit) 
     EXPECT_EQ(plan.launch_count, kernel.info.backward ? 3u : kernel.info.decode ? 2u : 1u);
     expect_within_reference(kernel, c, on_metal);
   }
+}
+
+TEST_F(MetalBackendOnStandIn, EveryPathCountsItsCallsInTheTrace) {
+  set_call_trace_enabled(true);
+  reset_call_statistics();
+  MetalBackend metal;
+  const KernelEntry& kernel = library_->kernels().at(0);
+  const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+  Storage a = c.inputs, b = c.inputs, encoded = c.inputs;
+  metal.run(*library_, kernel, Library::launch_plan(kernel, c.call), test::bind(a));
+  metal.run(*library_, kernel, Library::plan(kernel, c.call), test::bind(b));
+  encode_into_app_buffers(metal, *library_, kernel, Library::launch_plan(kernel, c.call), encoded);
+  const CallStatistics stats = call_statistics();
+  set_call_trace_enabled(false);
+  ASSERT_EQ(stats.counts.size(), 1u);
+  const CallCount& count = stats.counts[0];
+  EXPECT_EQ(count.kernel, kernel.name);
+  EXPECT_EQ(count.backend, "metal");
+  EXPECT_EQ(count.seq_q, 20u);
+  EXPECT_EQ(count.seq_k, 30u);
+  EXPECT_EQ(count.calls, 3u) << "run(LaunchPlan), run(DispatchPlan), encode: one count each";
 }
 
 TEST_F(MetalBackendOnStandIn, ASecondCallCompilesAndBuildsNothing) {

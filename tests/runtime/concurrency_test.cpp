@@ -1,13 +1,15 @@
 // select() and plan() from many threads at once: no locks on the hot path,
-// and every thread gets what a single thread gets. Also built with
-// ThreadSanitizer as runtime_tsan_test (tests/runtime/CMakeLists.txt), where
-// any data race fails the test.
+// and every thread gets what a single thread gets; with the call trace on,
+// every call is counted once while another thread reads the statistics.
+// Also built with ThreadSanitizer as runtime_tsan_test
+// (tests/runtime/CMakeLists.txt), where any data race fails the test.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
 #include "generated_manifest.h"
+#include "mfagen/call_trace.h"
 #include "mfagen/library.h"
 
 namespace mfagen {
@@ -77,6 +79,59 @@ TEST(Concurrency, EightThreadsSelectAndPlanAsOneThreadDoes) {
     });
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(mismatches.load(), 0u);
+}
+
+// What a backend does per call, traced: find (a miss is counted by find),
+// then count the run. Queries repeat every 97 calls, so no thread's table
+// fills; one in ten asks for head dims no kernel has.
+void traced_call(uint64_t i) {
+  AttentionQuery q = query(i % 97);
+  if (i % 10 == 3) q.head_dim = q.head_dim_v = 96;
+  if (const KernelEntry* kernel = library().find(q)) trace_call(*kernel, q.shape, "test");
+}
+
+bool same_counts(const CallStatistics& a, const CallStatistics& b) {
+  if (a.counts.size() != b.counts.size() || a.untracked != b.untracked) return false;
+  for (size_t i = 0; i < a.counts.size(); ++i)
+    if (!a.counts[i].same_key(b.counts[i]) || a.counts[i].calls != b.counts[i].calls) return false;
+  return true;
+}
+
+TEST(Concurrency, EightTracingThreadsCountEveryCallOnceWhileStatisticsAreRead) {
+  set_call_trace_enabled(true);
+  reset_call_statistics();
+  constexpr uint64_t kCalls = 3000, kRounds = 10;
+  std::thread([] {  // the reference: one thread (its table merged when it exits)
+    for (uint64_t round = 0; round < kRounds; ++round)
+      for (uint64_t i = 0; i < kCalls; ++i) traced_call(i);
+  }).join();
+  const CallStatistics expected = call_statistics();
+  ASSERT_GT(expected.misses(), 0u);
+  ASSERT_GT(expected.kernel_calls(), 0u);
+  ASSERT_EQ(expected.kernel_calls() + expected.misses(), kCalls * kRounds);
+  reset_call_statistics();
+
+  std::atomic<bool> reading{false}, done{false};
+  std::thread reader([&] {  // reads live tables while their threads count and exit
+    while (!done.load()) {
+      const CallStatistics s = call_statistics();
+      if (s.kernel_calls() + s.misses() > kCalls * kRounds) ADD_FAILURE() << "more calls than were made";
+      reading.store(true);
+    }
+  });
+  while (!reading.load()) std::this_thread::yield();  // counting starts while the reader runs
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([t] {
+      for (uint64_t round = 0; round < kRounds; ++round)
+        for (uint64_t i = t; i < kCalls; i += 8) traced_call(i);
+    });
+  for (std::thread& t : threads) t.join();
+  done.store(true);
+  reader.join();
+  set_call_trace_enabled(false);
+  EXPECT_TRUE(same_counts(call_statistics(), expected));
+  reset_call_statistics();
 }
 
 }  // namespace

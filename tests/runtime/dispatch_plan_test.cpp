@@ -32,6 +32,7 @@ TEST(DispatchPlan, EdgeShapes) {
   EXPECT_EQ(p.buffer("q")->bytes, 80u * 2);
   EXPECT_EQ(p.buffer("lse")->bytes, 4u);
   p = Library::plan(fwd, call_for({3, 5, 1, 33, 1}, 80));  // Sq not a multiple of 32, Sk = 1
+  EXPECT_EQ(p.shape, (AttentionShape{3, 5, 1, 33, 1}));  // carried for the backends' call trace
   EXPECT_EQ(p.launches[0].threadgroups, (std::array<uint32_t, 3>{2, 5, 3}));
   EXPECT_EQ(p.buffer("k")->bytes, 3u * 1 * 1 * 80 * 2);
   EXPECT_EQ(p.buffer("out")->bytes, 3u * 5 * 33 * 80 * 2);

@@ -28,6 +28,7 @@ const Library& library() {
 bool same(const LaunchPlan& fast, const DispatchPlan& slow, std::string& why) {
   const DispatchPlan converted = fast.to_dispatch_plan();
   if (converted.params != slow.params) return why = "params bytes differ", false;
+  if (fast.shape != slow.shape || converted.shape != slow.shape) return why = "shape differs", false;
   if (converted.buffers.size() != slow.buffers.size()) return why = "buffer count differs", false;
   for (size_t i = 0; i < slow.buffers.size(); ++i) {
     const BufferRequirement &a = converted.buffers[i], &b = slow.buffers[i];

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "mfagen/call_trace.h"
 #include "mfagen/metal_backend.h"
 
 namespace mfagen {
@@ -185,6 +186,7 @@ void MetalBackend::prepare(const Library& library) {
 void MetalBackend::encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
                           MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers) {
   const Pipelines ps = pipelines(library, kernel);
+  trace_call(kernel, plan.shape, name());  // MFAGEN_TRACE; free when off
   for (const LaunchPlan::Buffer& b : plan.buffers()) {
     if (b.index == kForwardParams) continue;
     if (b.index >= buffers.size() || !buffers[b.index] || buffers[b.index]->length() < b.bytes)
@@ -212,6 +214,7 @@ RunStats MetalBackend::run_buffers(const Library& library, const KernelEntry& ke
                                    const std::map<uint32_t, MTL::Buffer*>& buffers) {
   Released<NS::AutoreleasePool> pool(NS::AutoreleasePool::alloc()->init());
   const Pipelines ps = pipelines(library, kernel);
+  trace_call(kernel, plan.shape, name());
   // Scratch buffers (decode partials, backward D) live on the GPU only.
   std::map<uint32_t, MTL::Buffer*> bound = buffers;
   std::vector<Released<MTL::Buffer>> scratch;

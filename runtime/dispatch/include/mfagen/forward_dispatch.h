@@ -40,6 +40,7 @@ struct ForwardKernelInfo {
 
 struct AttentionShape {
   uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_k = 1;
+  bool operator==(const AttentionShape&) const = default;
 };
 
 // Element strides of a 4-d tensor (batch, head, row); the last dimension is contiguous.
@@ -98,6 +99,7 @@ struct DispatchPlan {
   std::vector<KernelLaunch> launches;
   std::vector<BufferRequirement> buffers;  // by index; includes params and scratch buffers
   std::vector<std::byte> params;           // contents of the params buffer (the kernel's AttentionParams)
+  AttentionShape shape;                    // the call's shape: what backends report to the call trace
   const BufferRequirement* buffer(std::string_view name) const;
 };
 

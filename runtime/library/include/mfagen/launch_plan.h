@@ -5,9 +5,10 @@
 //
 // It holds exactly what plan_forward() computes: the launches in order (entry,
 // grid, threadgroup size, threadgroup memory, bound buffer indices), every
-// buffer's smallest size (scratch buffers flagged for the backend), and the
-// params bytes. to_dispatch_plan() converts it for backends taking a
-// DispatchPlan; tests/runtime asserts both are equal for every kernel kind.
+// buffer's smallest size (scratch buffers flagged for the backend), the
+// params bytes and the call's shape. to_dispatch_plan() converts it for
+// backends taking a DispatchPlan; tests/runtime asserts both are equal for
+// every kernel kind.
 #pragma once
 
 #include <array>
@@ -47,6 +48,7 @@ struct LaunchPlan {
   std::array<Buffer, kMaxBuffers> buffer_storage{};
   alignas(8) std::array<std::byte, kMaxParamsBytes> params_storage{};
   uint32_t launch_count = 0, buffer_count = 0, params_size = 0;
+  AttentionShape shape;  // the call's shape: what backends report to the call trace
   // The kernel's function constants and their values (a view into the
   // Library; empty for every generated kernel today). Not in DispatchPlan.
   std::span<const FunctionConstant> constants;

@@ -67,6 +67,20 @@ struct AttentionQuery {
   AttentionShape shape;
 };
 
+// Why Library::find() found no kernel: the first fact of the selection rule
+// (below) that no kernel of the library meets, in the rule's order. The
+// call trace (mfagen/call_trace.h) counts misses by it.
+enum class MissReason : uint8_t {
+  dtype_or_head_dims,     // no kernel has this dtype, D and Dv
+  no_backward_kernel,     // backward query: only forward/decode kernels have this dtype, D and Dv
+  only_backward_kernels,  // forward query: only backward kernels have this dtype, D and Dv
+  causal_mode,            // kernels of this kind, dtype and head dims, none with this causal mode
+  features,               // ... and causal mode, none with this mask kind, window, softcap and alibi
+  decode_only,            // every fitting kernel is a decode kernel and seq_q > 16
+  needs_gqa,              // every fitting kernel lacks gqa and heads_q != heads_kv
+  needs_lse,              // every fitting kernel lacks lse and the call needs it
+};
+
 class SelectionError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -96,6 +110,8 @@ class Library {
   // only for backward queries). Among the matches: a decode kernel for
   // seq_q <= 16, then a kernel without gqa when heads_q == heads_kv, then
   // one without lse when the call does not need it; ties go to manifest order.
+  // With the call trace on (mfagen/call_trace.h) a miss is counted with its
+  // MissReason, still without allocation or locks.
   const KernelEntry* find(const AttentionQuery& query) const noexcept;
   // find(), or SelectionError saying what was asked and which kernels are closest.
   const KernelEntry& select(const AttentionQuery& query) const;
@@ -124,16 +140,23 @@ class Library {
     bool decode = false, no_gqa = false, no_lse = false;  // seq_q <= 16; heads_q == heads_kv; lse not needed
   };
   void build_index();
+  const Slot* slot_for(uint64_t key) const noexcept;  // nullptr: no kernel has this exact key
+  const KernelEntry* find_in_index(const AttentionQuery& query) const noexcept;
+  MissReason miss_reason(const AttentionQuery& query) const noexcept;  // for a query find_in_index() misses
 
   std::vector<KernelEntry> kernels_;
   std::filesystem::path directory_;
   std::vector<Slot> slots_;             // power-of-two size, at most half full
   std::vector<Candidate> candidates_;
   uint32_t slot_shift_ = 64;
+  // The kernels' exact keys with facts masked off, tagged by which facts are
+  // left, sorted: how far a missed query got (miss_reason) in O(log n).
+  std::vector<uint64_t> partial_keys_;
 };
 
 std::string_view to_string(ElementType);
 std::string_view to_string(KernelKind);
 std::string_view to_string(CausalMode);
+std::string_view to_string(MissReason);
 
 }  // namespace mfagen
