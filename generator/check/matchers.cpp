@@ -99,19 +99,59 @@ class AllocationRule : public Rule {
 
 // A pointer to thread memory stored into device memory outlives the thread's
 // registers: `device_struct->p = &local;`, `out[i] = (ulong)&local;`.
+// The same for a struct (or array) holding a pointer to thread memory,
+// copied or aggregate-initialized into device memory: `out[i] = Holder{&x};`.
 class ThreadPointerEscapeRule : public Rule {
  public:
   using Rule::Rule;
   void run(const MatchFinder::MatchResult& r) override {
+    if (const auto* copy = r.Nodes.getNodeAs<clang::CXXOperatorCallExpr>("copy")) {
+      // The object converts to the generic `this` of operator=: its own type names the space.
+      if (copy->getNumArgs() == 2)
+        check_record(copy->getArg(0)->IgnoreParenImpCasts()->getType(), copy->getOperatorLoc());
+      return;
+    }
     const auto* op = r.Nodes.getNodeAs<clang::BinaryOperator>("assign");
     if (!op) return;
     clang::QualType target = op->getLHS()->getType();
     if (target.getAddressSpace() != LangAS::opencl_global) return;
+    if (check_record(target, op->getOperatorLoc())) return;
     const clang::Expr* value = op->getRHS()->IgnoreParenCasts();
     const auto* pointer = value->getType()->getAs<clang::PointerType>();
     if (!pointer || !in_private_or_generic(pointer->getPointeeType().getAddressSpace())) return;
     report(rules::kThreadPointerEscape, op->getOperatorLoc(),
            "a pointer to thread memory is stored into device memory (it does not outlive the thread)");
+  }
+
+ private:
+  // Reports a device-memory `target` of class type holding a thread pointer.
+  bool check_record(clang::QualType target, clang::SourceLocation at) {
+    if (target.getAddressSpace() != LangAS::opencl_global || target->isDependentType()) return false;
+    const std::string field = thread_pointer_field(target, 0);
+    if (field.empty()) return false;
+    report(rules::kThreadPointerEscape, at,
+           fmt::format("a '{}' holding a pointer to thread memory ('{}') is stored into device memory (the pointer "
+                       "does not outlive the thread)",
+                       target.getUnqualifiedType().getAsString(), field));
+    return true;
+  }
+  // The path of the first field (through nested structs and arrays) that
+  // points to thread memory, or "".
+  static std::string thread_pointer_field(clang::QualType type, int depth) {
+    if (depth > 8) return "";
+    while (const clang::ArrayType* array = type->getAsArrayTypeUnsafe()) type = array->getElementType();
+    const auto* record = type->getAsRecordDecl();
+    if (!record || !record->getDefinition()) return "";
+    for (const clang::FieldDecl* f : record->getDefinition()->fields()) {
+      clang::QualType field = f->getType();
+      while (const clang::ArrayType* array = field->getAsArrayTypeUnsafe()) field = array->getElementType();
+      if (const auto* pointer = field->getAs<clang::PointerType>();
+          pointer && in_private_or_generic(pointer->getPointeeType().getAddressSpace()))
+        return f->getName().str();
+      if (std::string inner = thread_pointer_field(field, depth + 1); !inner.empty())
+        return f->getName().str() + "." + inner;
+    }
+    return "";
   }
 };
 
@@ -123,27 +163,38 @@ class GenericPointerRule : public Rule {
   using Rule::Rule;
   void run(const MatchFinder::MatchResult& r) override {
     if (const auto* var = r.Nodes.getNodeAs<clang::VarDecl>("var")) {
-      if (var->getInit()) check(var->getType(), var->getInit(), var->getLocation(), var->getName().str());
+      if (var->getInit())
+        check(var->getType(), var->getInit(), var->getLocation(), fmt::format("'{}'", var->getName().str()));
     }
     if (const auto* op = r.Nodes.getNodeAs<clang::BinaryOperator>("assign")) {
       std::string name;
       if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(op->getLHS()->IgnoreParenImpCasts()))
         name = ref->getDecl()->getName().str();
-      check(op->getLHS()->getType(), op->getRHS(), op->getOperatorLoc(), name);
+      check(op->getLHS()->getType(), op->getRHS(), op->getOperatorLoc(), fmt::format("'{}'", name));
     }
     if (const auto* call = r.Nodes.getNodeAs<clang::CallExpr>("call")) {
       const clang::FunctionDecl* callee = call->getDirectCallee();
       if (!callee) return;
-      for (unsigned i = 0; i < call->getNumArgs() && i < callee->getNumParams(); ++i) {
+      // A member operator's first argument is its object (ImplicitObjectRule), not a parameter.
+      const unsigned first = llvm::isa<clang::CXXOperatorCallExpr>(call) && llvm::isa<clang::CXXMethodDecl>(callee);
+      for (unsigned i = 0; i + first < call->getNumArgs() && i < callee->getNumParams(); ++i) {
         const clang::ParmVarDecl* param = callee->getParamDecl(i);
-        check(param->getType(), call->getArg(i), call->getArg(i)->getBeginLoc(),
-              fmt::format("{}' of '{}", param->getName().str(), callee->getName().str()));
+        check(param->getType(), call->getArg(i + first), call->getArg(i + first)->getBeginLoc(),
+              fmt::format("'{}' of '{}'", param->getName().str(), callee->getName().str()));
       }
+    }
+    // `float* at(device float* p) { return p; }`: the return type is generic.
+    if (const auto* ret = r.Nodes.getNodeAs<clang::ReturnStmt>("return")) {
+      const auto* fn = r.Nodes.getNodeAs<clang::FunctionDecl>("returning");
+      if (fn && ret->getRetValue())
+        check(fn->getReturnType(), ret->getRetValue(), ret->getReturnLoc(),
+              fmt::format("the return value of '{}'", fn->getName().str()));
     }
   }
 
  private:
-  void check(clang::QualType target, const clang::Expr* init, clang::SourceLocation at, const std::string& name) {
+  // `what` names the receiver of the value, quoted: "'p'", "'x' of 'fill'".
+  void check(clang::QualType target, const clang::Expr* init, clang::SourceLocation at, const std::string& what) {
     if (target->isDependentType()) return;
     LangAS from = LangAS::Default;
     if (target->isPointerType()) {
@@ -163,10 +214,45 @@ class GenericPointerRule : public Rule {
     }
     if (!in_named_space(from)) return;
     report(rules::kGenericPointer, at,
-           fmt::format("{} to {} memory given to '{}', which has no address space: Metal has no generic "
+           fmt::format("{} to {} memory given to {}, which has no address space: Metal has no generic "
                        "address space (write '{} {}')",
-                       target->isPointerType() ? "pointer" : "reference", space_name(from), name, space_name(from),
+                       target->isPointerType() ? "pointer" : "reference", space_name(from), what, space_name(from),
                        target->isPointerType() ? "T*" : "T&"));
+  }
+};
+
+// `device Acc* a; a[i].get();`: a member function without an address-space
+// qualifier takes a thread (generic) `this`; Metal rejects calling it on an
+// object in device, threadgroup or constant memory unless the function is
+// declared for that space (`float get() const device`). Only functions of
+// the checked file: the stand-in's classes emulate Metal's builtin types.
+class ImplicitObjectRule : public Rule {
+ public:
+  using Rule::Rule;
+  void run(const MatchFinder::MatchResult& r) override {
+    const clang::CXXMethodDecl* method = nullptr;
+    const clang::Expr* object = nullptr;
+    clang::SourceLocation at;
+    if (const auto* call = r.Nodes.getNodeAs<clang::CXXMemberCallExpr>("member")) {
+      method = call->getMethodDecl();
+      object = call->getImplicitObjectArgument();
+      at = call->getExprLoc();
+    } else if (const auto* call = r.Nodes.getNodeAs<clang::CXXOperatorCallExpr>("operator")) {
+      method = llvm::dyn_cast_or_null<clang::CXXMethodDecl>(call->getDirectCallee());
+      object = call->getNumArgs() > 0 ? call->getArg(0) : nullptr;
+      at = call->getOperatorLoc();
+    }
+    if (!method || !object || method->isImplicit() || method->isStatic()) return;
+    if (!is_generic(method->getMethodQualifiers().getAddressSpace())) return;
+    clang::QualType type = object->IgnoreParenImpCasts()->getType();
+    if (type->isPointerType()) type = type->getPointeeType();
+    const LangAS space = type.getAddressSpace();
+    if (!in_named_space(space)) return;
+    report(rules::kGenericPointer, at,
+           fmt::format("'{}' is called on an object in {} memory, but it takes a thread 'this': Metal has no generic "
+                       "address space (declare it '{}(...) {}')",
+                       method->getQualifiedNameAsString(), space_name(space), method->getName().str(),
+                       space_name(space)));
   }
 };
 
@@ -244,6 +330,7 @@ RuleMatchers::RuleMatchers(std::vector<Finding>& findings) {
   callbacks_.push_back(make<ThreadPointerEscapeRule>(findings));
   callbacks_.push_back(make<GenericPointerRule>(findings));
   callbacks_.push_back(make<KernelSignatureRule>(findings));
+  callbacks_.push_back(make<ImplicitObjectRule>(findings));
 }
 
 RuleMatchers::~RuleMatchers() = default;
@@ -267,6 +354,16 @@ void RuleMatchers::register_on(MatchFinder& finder) {
   finder.addMatcher(callExpr(isExpansionInMainFile(), callee(functionDecl(isExpansionInMainFile()))).bind("call"),
                     cb(5));
   finder.addMatcher(functionDecl(isExpansionInMainFile(), isDefinition()).bind("fn"), cb(6));
+  finder.addMatcher(cxxOperatorCallExpr(isExpansionInMainFile(), hasOverloadedOperatorName("=")).bind("copy"), cb(4));
+  finder.addMatcher(returnStmt(isExpansionInMainFile(), hasReturnValue(expr()),
+                               forFunction(functionDecl().bind("returning")))
+                        .bind("return"),
+                    cb(5));
+  finder.addMatcher(
+      cxxMemberCallExpr(isExpansionInMainFile(), callee(cxxMethodDecl(isExpansionInMainFile()))).bind("member"), cb(7));
+  finder.addMatcher(
+      cxxOperatorCallExpr(isExpansionInMainFile(), callee(cxxMethodDecl(isExpansionInMainFile()))).bind("operator"),
+      cb(7));
 }
 
 void find_recursion(clang::ASTContext& context, std::vector<Finding>& findings) {

@@ -398,5 +398,95 @@ TEST(CheckSignatures, BuffersBuiltinsConstantsAndThreadgroupMemory) {
   EXPECT_EQ(r.function_constants[1].type, "bool");
 }
 
+// Gaps closed from earlier notes: generic pointers in return statements and
+// as the implicit object of a member call; thread pointers escaping through
+// struct copies and aggregate initialization.
+TEST(CheckRules, GenericPointerReturned) {
+  expect_rule(
+      "float* at(device float* p, uint i) {\n  return p + i;  // HERE\n}\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  *at(out, i) = 1.0f;\n}\n",
+      rules::kGenericPointer);
+}
+
+TEST(CheckRules, GenericPointerReturnedNearMiss) {
+  expect_clean(
+      "device float* at(device float* p, uint i) { return p + i; }\n"
+      "thread float* pick(thread float* a, thread float* b, bool first) { return first ? a : b; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float x = 1.0f, y = 2.0f;\n  *at(out, i) = *pick(&x, &y, i % 2 == 0);\n}\n");
+}
+
+TEST(CheckRules, MemberCallOnDeviceObjectWithThreadThis) {
+  expect_rule(
+      "struct Acc { float v; float twice() const { return 2.0f * v; } };\n"
+      "kernel void k(device Acc* acc [[buffer(0)]], device float* out [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = acc[i].twice();  // HERE\n}\n",
+      rules::kGenericPointer);
+}
+
+// clang itself refuses a constant object for a generic `this`, as Metal does.
+TEST(CheckRules, MemberCallOnConstantObjectThroughArrow) {
+  expect_rule(
+      "struct Table { float scale; float at(uint i) const { return scale * float(i); } };\n"
+      "kernel void k(constant Table* t [[buffer(0)]], device float* out [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = t->at(i);  // HERE\n}\n",
+      rules::kCompileError);
+}
+
+TEST(CheckRules, MemberOperatorOnThreadgroupObject) {
+  expect_rule(
+      "struct Sum { float v; void operator+=(float x) { v += x; } };\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  threadgroup Sum total;\n"
+      "  total += 1.0f;  // HERE\n  out[0] = total.v;\n}\n",
+      rules::kGenericPointer);
+}
+
+TEST(CheckRules, MemberCallNearMiss) {
+  // Methods declared for the object's address space, called on thread
+  // objects, and compiler-made copies are all valid Metal.
+  expect_clean(
+      "struct Acc {\n  float v;\n  float twice() const device { return 2.0f * v; }\n"
+      "  float thrice() const { return 3.0f * v; }\n};\n"
+      "kernel void k(device Acc* acc [[buffer(0)]], device float* out [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  Acc local = acc[i];\n  acc[i] = local;\n"
+      "  out[i] = acc[i].twice() + local.thrice();\n}\n");
+}
+
+TEST(CheckRules, ThreadPointerEscapeThroughStructCopy) {
+  expect_rule(
+      "struct Holder { thread float* p; float w; };\n"
+      "kernel void k(device Holder* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float x = 1.0f;\n  Holder h;\n  h.p = &x;\n  h.w = 2.0f;\n"
+      "  out[i] = h;  // HERE\n}\n",
+      rules::kThreadPointerEscape);
+}
+
+TEST(CheckRules, ThreadPointerEscapeThroughAggregateInitialization) {
+  expect_rule(
+      "struct Holder { thread float* p; };\n"
+      "struct Outer { float w; Holder inner[2]; };\n"
+      "kernel void k(device Outer* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float x = 1.0f;\n"
+      "  out[i] = Outer{2.0f, {Holder{&x}, Holder{&x}}};  // HERE\n}\n",
+      rules::kThreadPointerEscape);
+}
+
+TEST(CheckRules, ThreadPointerEscapeThroughStructNearMiss) {
+  // Structs holding device pointers may be stored; thread pointers in a
+  // struct that stays in the thread are fine.
+  expect_clean(
+      "struct Link { device float* next; float w; };\n"
+      "struct Holder { thread float* p; };\n"
+      "kernel void k(device Link* links [[buffer(0)]], device float* data [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  float x = 1.0f;\n  Holder h = {&x};\n"
+      "  links[i] = Link{data + i, *h.p};\n}\n");
+}
+
 }  // namespace
 }  // namespace mfagen::check
