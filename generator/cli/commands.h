@@ -28,6 +28,10 @@ void register_explain_command(CLI::App& app, CommandAction& action);
 void register_profile_command(CLI::App& app, CommandAction& action);
 // `mfagen tune SPEC...`: each kernel's tiles chosen by a search over the profile.
 void register_tune_command(CLI::App& app, CommandAction& action);
+// `mfagen selftest [--backend cpu|metal] [--report F]`: the built-in correctness matrix against float64.
+void register_selftest_command(CLI::App& app, CommandAction& action);
+// `mfagen bench [--backend cpu|metal] [--chip C]`: built-in kernels timed beside the model's prediction.
+void register_bench_command(CLI::App& app, CommandAction& action);
 // `mfagen check FILE.metal... [--manifest M]`: clang (in-process) verification of Metal kernels.
 void register_check_command(CLI::App& app, CommandAction& action);
 

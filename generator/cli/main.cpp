@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   register_exec_command(app, action);
   register_profile_command(app, action);
   register_tune_command(app, action);
+  register_selftest_command(app, action);
+  register_bench_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -1,7 +1,8 @@
 // `mfagen run`: execute a generated attention kernel on .npy tensors
-// (DESIGN.md section 10). The spec set is planned and rendered exactly as
-// `mfagen generate` would, the kernel for the call's shape is selected, and
-// the emitted MSL runs on the cpu backend with every detector on.
+// (DESIGN.md section 10). The spec set is generated exactly as `mfagen
+// generate` would, into a temporary directory the backend reads, the kernel
+// for the call's shape is selected, and it runs on the chosen backend (the
+// cpu backend with every detector on, unless told otherwise).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -16,11 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "backend_choice.h"
 #include "commands.h"
 #include "errors.h"
 #include "spec_choice.h"
 #include "io/npy.h"
-#include "mfagen/cpu/backend.h"
+#include "io/temp_directory.h"
 #include "mfagen/cpu_backend.h"
 #include "mfagen/library.h"
 #include "mfagen/forward_dispatch.h"
@@ -88,23 +90,14 @@ void write_output(const std::filesystem::path& path, std::span<const float> valu
   }
 }
 
-// The spec set's kernels run by the cpu backend, as an app's runtime runs them.
-RunStats run_kernel(const session::SpecLibrary& set, const KernelEntry& kernel, const DispatchPlan& dispatch,
-                    const TensorMap& tensors, bool detectors) {
-  CpuBackend backend(detectors, [&set](const Library&, const KernelEntry& k) { return set.source_of(k); });
-  return backend.run(set.library, kernel, dispatch, tensors);
-}
-
 int run(const RunArgs& args) {
-  if (args.backend != "cpu") {
-    if (args.backend == "metal")
-      throw UserError("--backend metal: the Metal backend runs only on Apple platforms; this build has the cpu backend");
-    throw UserError(fmt::format("--backend {}: expected cpu or metal", args.backend));
-  }
+  const std::unique_ptr<Backend> backend = make_backend(args.backend, !args.no_detectors);
   if (args.scale && !(std::isfinite(*args.scale) && *args.scale > 0))
     throw UserError(fmt::format("--scale {}: expected a finite number > 0", *args.scale));
 
-  const session::SpecLibrary set = session::SpecLibrary::from_spec_files({args.spec});
+  // On disk, as an app vendors them: the Metal backend reads the kernel files.
+  const io::TempDirectory kernels("mfagen-run-");
+  const session::SpecLibrary set = session::SpecLibrary::from_spec_files({args.spec}, kernels.path() / "set");
   const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
   require_same(q, 0, k, 0, "the batch sizes");
   require_same(k, 0, v, 0, "the batch sizes");
@@ -158,7 +151,8 @@ int run(const RunArgs& args) {
   const bool backward = plan.spec.kind == spec::Kind::backward;
   std::optional<session::SpecLibrary> forward_set;
   if (backward)
-    forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(session::forward_of(plan.spec))});
+    forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(session::forward_of(plan.spec))},
+                        kernels.path() / "forward");
   const session::SpecLibrary& forward_kernels = backward ? *forward_set : set;
   const KernelEntry& forward = backward ? forward_kernels.library.kernels().front() : entry;
   const DispatchPlan dispatch = session::dispatch_for(forward, call);
@@ -191,7 +185,7 @@ int run(const RunArgs& args) {
   if (forward.info.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
-  RunStats run = run_kernel(forward_kernels, forward, dispatch, tensors, !args.no_detectors);
+  RunStats run = backend->run(forward_kernels.library, forward, dispatch, tensors);
 
   const std::filesystem::path dir(args.out_dir);
   std::vector<std::string> written = {(dir / "out.npy").string()};
@@ -206,7 +200,7 @@ int run(const RunArgs& args) {
     tensors[plan::kDqIndex] = dq;
     tensors[plan::kDkIndex] = dk;
     tensors[plan::kDvIndex] = dv;
-    const RunStats backward_run = run_kernel(set, entry, grads, tensors, !args.no_detectors);
+    const RunStats backward_run = backend->run(set.library, entry, grads, tensors);
     run.seconds += backward_run.seconds;
     run.compile_seconds += backward_run.compile_seconds;
   }
@@ -225,10 +219,11 @@ int run(const RunArgs& args) {
   }
   std::string files;
   for (const std::string& w : written) files += (files.empty() ? "" : ", ") + w;
-  fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the cpu backend in {:.3f} s (compile {:.2f} s); "
+  fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the {} backend in {:.3f} s (compile {:.2f} s); "
              "wrote {}{}\n",
-             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, run.seconds,
-             run.compile_seconds, files, forward.info.lse ? "" : " (the kernel has lse: false, so no lse.npy)");
+             plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, backend->name(),
+             run.seconds, run.compile_seconds, files,
+             forward.info.lse ? "" : " (the kernel has lse: false, so no lse.npy)");
   return kExitOk;
 }
 
@@ -245,7 +240,7 @@ int run_reporting_findings(const RunArgs& args) {
 
 void register_run_command(CLI::App& app, CommandAction& action) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* run_app = app.add_subcommand("run", "Run a generated attention kernel on .npy tensors (cpu backend)");
+  CLI::App* run_app = app.add_subcommand("run", "Run a generated attention kernel on .npy tensors");
   run_app->footer(
       "SPEC.json holds one kernel or a set; the kernel is selected by the call as an app would:\n"
       "the first kernel, in spec order, whose head_dim and head_dim_v match the last dimensions of\n"
@@ -273,7 +268,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
   run_app->add_option("--do", args->d_out, "output gradient, for backward kernels")->type_name("DO.npy");
   run_app->add_option("--dtype", args->dtype, "only kernels of this dtype: float16, bfloat16, float32");
   run_app->add_option("--causal", args->causal, "only kernels of this causal mode: none, top_left, bottom_right");
-  run_app->add_option("--backend", args->backend, "cpu (here) or metal (Apple platforms)")->type_name("cpu|metal");
+  run_app->add_option("--backend", args->backend, "cpu (default) or metal (builds with the Metal backend)")
+      ->type_name("cpu|metal");
   run_app->add_option("--out-dir", args->out_dir, "where out.npy and lse.npy are written (created)")
       ->required()
       ->type_name("DIR");

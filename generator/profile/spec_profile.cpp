@@ -2,19 +2,17 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <map>
-#include <random>
 #include <span>
 #include <vector>
 
 #include "mfagen/cpu/execute_dispatch.h"
 #include "plan/kernel_plan.h"
 #include "profile/launch_work.h"
+#include "profile/synthetic_call.h"
 #include "session/call_error.h"
 #include "session/kernel_selection.h"
 #include "session/spec_library.h"
-#include "session/tensor_encoding.h"
 
 namespace mfagen::profile {
 namespace {
@@ -53,57 +51,6 @@ session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call
   return r;
 }
 
-// `bytes` filled with a block of uniform values in [-1, 1] rounded to the
-// dtype, repeated (the values matter little to the counts; a fixed seed keeps
-// runs identical).
-void fill_random(std::span<std::byte> bytes, spec::DType dtype) {
-  std::mt19937 rng(20261124);
-  std::uniform_real_distribution<double> uniform(-1, 1);
-  std::vector<double> block(4096);
-  for (double& x : block) x = session::round_to_element(dtype, uniform(rng));
-  const std::vector<std::byte> encoded = session::encode_elements(block, dtype);
-  for (size_t at = 0; at < bytes.size(); at += encoded.size())
-    std::memcpy(bytes.data() + at, encoded.data(), std::min(encoded.size(), bytes.size() - at));
-}
-
-void fill_float(std::span<std::byte> bytes, float value) {
-  for (size_t at = 0; at + sizeof(float) <= bytes.size(); at += sizeof(float)) std::memcpy(bytes.data() + at, &value, 4);
-}
-
-// Synthetic inputs for every tensor of the plan: q, k, v (and dO, out for
-// backward) random; lse as a softmax over the keys would give; masks let
-// everything through; ALiBi slopes small.
-std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan& dispatch, const plan::KernelPlan& p,
-                                                             const plan::CostShape& shape) {
-  std::map<uint32_t, std::vector<std::byte>> tensors;
-  for (const BufferRequirement& b : dispatch.buffers) {
-    if (b.scratch || b.index == plan::kParamsIndex) continue;
-    std::vector<std::byte>& bytes = tensors[b.index];
-    bytes.assign(b.bytes, std::byte{0});
-    switch (b.index) {
-      case plan::kQIndex:
-      case plan::kKIndex:
-      case plan::kVIndex:
-      case plan::kDOutIndex:
-      case plan::kOutIndex:
-        fill_random(bytes, p.spec.dtype);
-        break;
-      case plan::kLseIndex:
-        fill_float(bytes, float(std::log(double(shape.seq_k)) + 0.5));
-        break;
-      case plan::kMaskIndex:
-        if (p.spec.mask == spec::MaskKind::boolean) std::fill(bytes.begin(), bytes.end(), std::byte{1});
-        break;  // additive: zeros, every key visible
-      case plan::kAlibiIndex:
-        fill_float(bytes, 0.0625f);
-        break;
-      default:
-        break;
-    }
-  }
-  return tensors;
-}
-
 std::string shape_text(const plan::KernelPlan& p, const plan::CostShape& s) {
   std::string text = fmt::format("B {}, Hq {}, Hkv {}, Sq {}, Sk {}, D {}", s.batch, s.heads_q, s.heads_kv, s.seq_q,
                                  s.seq_k, p.spec.head_dim);
@@ -118,14 +65,7 @@ std::string shape_text(const plan::KernelPlan& p, const plan::CostShape& s) {
 KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& entry, const plan::CostShape& shape,
                          uint64_t sample_threadgroups, const std::string& origin) {
   const plan::KernelPlan& p = set.plan_of(entry);
-  const AttentionShape attention{shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
-  ForwardCall forward;
-  forward.shape = attention;
-  forward.strides = contiguous_bhsd(attention, p.spec.head_dim, p.spec.head_dim_v);
-  if (p.spec.softcap) forward.softcap = 30;
-  if (p.spec.window) forward.window_left = shape.window_left, forward.window_right = shape.window_right;
-  if (p.spec.mask != spec::MaskKind::none) forward.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
-  const DispatchPlan dispatch = session::dispatch_for(entry, forward);
+  const DispatchPlan dispatch = session::dispatch_for(entry, synthetic_call(p, shape));
 
   std::map<uint32_t, std::vector<std::byte>> storage = synthetic_tensors(dispatch, p, shape);
   std::map<uint32_t, std::span<std::byte>> tensors;

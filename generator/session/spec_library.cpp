@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "emit/emit.h"
 #include "emit/manifest.h"
 #include "render/render_forward.h"
 #include "session/call_error.h"
@@ -9,20 +10,27 @@
 
 namespace mfagen::session {
 
-SpecLibrary::SpecLibrary(std::vector<plan::KernelPlan> planned) : plans(std::move(planned)) {
+SpecLibrary::SpecLibrary(std::vector<plan::KernelPlan> planned, const std::filesystem::path& directory)
+    : plans(std::move(planned)) {
   std::vector<std::string> rendered;
   for (const plan::KernelPlan& p : plans) {
     rendered.push_back(render::render_forward(p));
     sources[emit::kernel_file_name(p)] = rendered.back();
   }
-  library = Library::load_from_memory(emit::manifest_json(plans, rendered));
+  if (directory.empty()) {
+    library = Library::load_from_memory(emit::manifest_json(plans, rendered));
+    return;
+  }
+  emit::emit_kernels(plans, rendered, directory, {}, std::nullopt);
+  library = Library::load(directory / "manifest.json");
 }
 
-SpecLibrary SpecLibrary::from_spec_files(const std::vector<std::string>& files) {
+SpecLibrary SpecLibrary::from_spec_files(const std::vector<std::string>& files,
+                                         const std::filesystem::path& directory) {
   std::vector<plan::KernelPlan> plans;
   for (const spec::KernelSpec& s : spec::load_spec_files({files.begin(), files.end()}))
     plans.push_back(plan::plan_kernel(s));
-  return SpecLibrary(std::move(plans));
+  return SpecLibrary(std::move(plans), directory);
 }
 
 const plan::KernelPlan& SpecLibrary::plan_of(const KernelEntry& k) const {

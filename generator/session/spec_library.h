@@ -1,9 +1,14 @@
 // A spec set as an app's runtime sees it: every kernel planned and rendered
-// exactly as `mfagen generate` would, behind an in-memory manifest
-// (mfagen::Library), with the MSL kept in memory for the cpu backend.
-// `mfagen run` and `mfagen profile` make their calls through it.
+// exactly as `mfagen generate` would, behind a manifest (mfagen::Library),
+// with the MSL kept in memory for the cpu backend. Given a directory, the
+// kernels and manifest.json are also written there, as `mfagen generate`
+// writes them, and the library is loaded from that manifest, so that any
+// backend (the Metal backend reads kernel files) can run them.
+// `mfagen run`, `mfagen profile`, `mfagen selftest` and `mfagen bench` make
+// their calls through it.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,9 +24,14 @@ struct SpecLibrary {
   std::map<std::string, std::string> sources;  // MSL by kernel file name
   Library library;
 
-  explicit SpecLibrary(std::vector<plan::KernelPlan> planned);
+  // `directory` empty: the manifest stays in memory (library.directory() is
+  // empty, so only a backend given the sources can run it). Otherwise the
+  // directory is created if needed and written (std::system_error on I/O
+  // failure).
+  explicit SpecLibrary(std::vector<plan::KernelPlan> planned, const std::filesystem::path& directory = {});
   // Every kernel of the spec files, planned.
-  static SpecLibrary from_spec_files(const std::vector<std::string>& files);
+  static SpecLibrary from_spec_files(const std::vector<std::string>& files,
+                                     const std::filesystem::path& directory = {});
 
   const plan::KernelPlan& plan_of(const KernelEntry& kernel) const;
   const std::string& source_of(const KernelEntry& kernel) const { return sources.at(kernel.file); }

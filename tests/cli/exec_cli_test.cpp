@@ -3,7 +3,6 @@
 // Error cases check the exit status and that the message names the problem.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -13,7 +12,7 @@
 #include <vector>
 
 #include "io/npy.h"
-#include "run_process.h"
+#include "mfagen_cli_test.h"
 
 namespace mfagen {
 namespace {
@@ -26,19 +25,8 @@ using ::testing::Not;
 
 const fs::path kKernels = fs::path(MFAGEN_TEST_DATA_DIR) / "kernels";
 
-class ExecCli : public ::testing::Test {
+class ExecCli : public test::MfagenCliTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("mfagen_exec_cli_") + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);  // kept for a look when a test fails
-  }
-
   // Writes an input array and returns its path as an argument.
   std::string input(const std::string& name, const NpyArray& array) {
     fs::path path = dir_ / name;
@@ -60,8 +48,7 @@ class ExecCli : public ::testing::Test {
   }
   // `mfagen ARGS...`
   test::ProcessResult mfagen(std::vector<std::string> args) {
-    args.insert(args.begin(), MFAGEN_EXE);
-    test::ProcessResult result = test::run_process(args, dir_);
+    test::ProcessResult result = MfagenCliTest::mfagen(std::move(args));
     // Every failure must say why.
     if (result.exit_code != 0) {
       EXPECT_FALSE(result.err.empty()) << "silent failure";
@@ -103,8 +90,6 @@ class ExecCli : public ::testing::Test {
     EXPECT_TRUE(a.shape.empty());
     EXPECT_EQ(a.values<float>(), std::vector<float>{a_});
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ExecCli, SaxpyMatchesReference) {

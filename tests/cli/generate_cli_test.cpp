@@ -3,7 +3,6 @@
 // bad specs that exit 1 with the file and JSON path and write nothing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "run_process.h"
+#include "mfagen_cli_test.h"
 
 namespace mfagen {
 namespace {
@@ -30,26 +29,12 @@ std::map<std::string, std::string> read_dir(const fs::path& dir) {
   return files;
 }
 
-class GenerateCli : public ::testing::Test {
+class GenerateCli : public test::MfagenCliTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / (std::string("mfagen_generate_cli_") + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-  test::ProcessResult mfagen(std::vector<std::string> args) {
-    args.insert(args.begin(), MFAGEN_EXE);
-    return test::run_process(args, dir_);
-  }
   fs::path write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name) << text;
     return dir_ / name;
   }
-  fs::path dir_;
 };
 
 TEST_F(GenerateCli, ByteIdenticalAcrossRunsAndDirectories) {

@@ -4,7 +4,6 @@
 // write nothing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,7 +13,7 @@
 #include <vector>
 
 #include "io/npy.h"
-#include "run_process.h"
+#include "mfagen_cli_test.h"
 
 namespace mfagen {
 namespace {
@@ -22,31 +21,14 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class ProfileCli : public ::testing::Test {
+class ProfileCli : public test::MfagenCliTest {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / (std::string("mfagen_profile_cli_") + info->name() + "_" +
-                                        std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    MfagenCliTest::SetUp();
     spec_ = dir_ / "spec.json";
     std::ofstream(spec_) << R"({"kernels": [{"dtype": "float16", "head_dim": 64, "causal": ["none", "bottom_right"]}]})";
   }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-  test::ProcessResult mfagen(std::vector<std::string> args) {
-    args.insert(args.begin(), MFAGEN_EXE);
-    return test::run_process(args, dir_);
-  }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  fs::path dir_, spec_;
+  fs::path spec_;
 };
 
 TEST_F(ProfileCli, TextJsonAndHtmlReportsForASpecCall) {
@@ -60,7 +42,7 @@ TEST_F(ProfileCli, TextJsonAndHtmlReportsForASpecCall) {
   EXPECT_THAT(r.out, HasSubstr("M3 Max"));
   EXPECT_THAT(r.out, HasSubstr("attn_fwd_f16_d64_causal_br_gqa"));
 
-  const nlohmann::json j = nlohmann::json::parse(read(json));
+  const nlohmann::json j = nlohmann::json::parse(read_text(json));
   ASSERT_EQ(j["kernels"].size(), 1u);
   const auto& k = j["kernels"][0];
   EXPECT_EQ(k["name"], "attn_fwd_f16_d64_causal_br_gqa");
@@ -71,7 +53,7 @@ TEST_F(ProfileCli, TextJsonAndHtmlReportsForASpecCall) {
     EXPECT_GT(p["utilization"].get<double>(), 0);
     EXPECT_LE(p["utilization"].get<double>(), 1);
   }
-  const std::string page = read(html);
+  const std::string page = read_text(html);
   EXPECT_THAT(page, HasSubstr("<!DOCTYPE html>"));
   EXPECT_THAT(page, HasSubstr("<svg"));
   EXPECT_THAT(page, ::testing::Not(HasSubstr("http")));

@@ -1,9 +1,9 @@
 // `mfagen run` end to end: .npy tensors in, the generated kernel selected
 // from a spec set and run on the cpu backend, out.npy and lse.npy checked
-// against the float64 reference (tests/reference); and its error cases.
+// against the float64 reference (reference/); the Metal backend where the
+// build has it gives the same bytes; and its error cases.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -16,7 +16,7 @@
 #include "gradient_tolerance.h"
 #include "io/npy.h"
 #include "random_inputs.h"
-#include "run_process.h"
+#include "mfagen_cli_test.h"
 #include "tolerance.h"
 
 namespace mfagen {
@@ -38,17 +38,11 @@ constexpr const char* kSpecSet = R"({"kernels": [
   {"dtype": "float32", "head_dim": 24, "lse": false}
 ]})";
 
-class RunCli : public ::testing::Test {
+class RunCli : public test::MfagenCliTest {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / (std::string("mfagen_run_cli_") + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    MfagenCliTest::SetUp();
     std::ofstream(dir_ / "set.json") << kSpecSet;
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
   }
 
   std::string spec() const { return (dir_ / "set.json").string(); }
@@ -71,13 +65,6 @@ class RunCli : public ::testing::Test {
     io::write_npy_atomic(path, array);
     return path.string();
   }
-
-  test::ProcessResult mfagen(std::vector<std::string> args) {
-    args.insert(args.begin(), MFAGEN_EXE);
-    return test::run_process(args, dir_);
-  }
-
-  fs::path dir_;
 };
 
 reference::AttentionProblem problem_of(uint64_t b, uint64_t hq, uint64_t hkv, uint64_t sq, uint64_t sk, uint64_t d,
@@ -293,6 +280,31 @@ TEST_F(RunCli, BackwardWritesGradients) {
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
+// `--backend metal` runs the same generated kernel through the Metal backend
+// (here on the metal-cpp stand-in, which dispatches on the cpu backend): the
+// same bytes as the cpu backend. Skipped in builds without it.
+TEST_F(RunCli, MetalBackendWritesWhatTheCpuBackendWrites) {
+  std::vector<double> x;
+  const std::string q = tensor("q.npy", {1, 4, 19, 64}, 1, ElementType::float16, &x);
+  const std::string k = tensor("k.npy", {1, 2, 33, 64}, 2, ElementType::float16, &x);
+  const std::string v = tensor("v.npy", {1, 2, 33, 64}, 3, ElementType::float16, &x);
+  const std::vector<std::string> inputs = {"run", spec(), "--q", q, "--k", k, "--v", v, "--causal", "bottom_right"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = inputs;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mfagen(args);
+  };
+  const auto metal = with({"--backend", "metal", "--out-dir", (dir_ / "metal").string()});
+  if (metal.exit_code == 1 && metal.err.find("has no Metal backend") != std::string::npos)
+    GTEST_SKIP() << "this build has no Metal backend";
+  ASSERT_EQ(metal.exit_code, 0) << metal.err;
+  EXPECT_THAT(metal.out, HasSubstr("on the metal backend"));
+  const auto cpu = with({"--out-dir", (dir_ / "cpu").string()});
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  for (const char* file : {"out.npy", "lse.npy"})
+    EXPECT_EQ(io::read_npy(dir_ / "metal" / file).data, io::read_npy(dir_ / "cpu" / file).data) << file;
+}
+
 TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
   std::vector<double> x;
   const std::string q = tensor("q.npy", {1, 4, 8, 64}, 1, ElementType::float16, &x);
@@ -319,7 +331,7 @@ TEST_F(RunCli, ErrorsNameTheProblemAndWriteNothing) {
       {{"--q", q, "--k", k, "--v", v, "--dtype", "float32"}, "has no kernel for this call (head_dim 64, head_dim_v 64, 4 q heads over 2 kv heads, 8 queries, dtype float32)"},
       {{"--q", q, "--k", k, "--v", v, "--mask", q}, "has no kernel for this call"},
       {{"--q", q, "--k", k, "--v", v, "--do", q}, "dO (backward)"},  // no backward kernel with head_dim 64
-      {{"--q", q, "--k", k, "--v", v, "--backend", "metal"}, "only on Apple platforms"},
+      {{"--q", q, "--k", k, "--v", v, "--backend", "vulkan"}, "--backend vulkan: expected cpu or metal"},
       {{"--q", q, "--k", k, "--v", v, "--scale=-1"}, "--scale -1: expected a finite number > 0"},
       {{"--q", q, "--k", k, "--v", v, "--causal", "diagonal"}, "--causal diagonal: not a valid value"},
   };

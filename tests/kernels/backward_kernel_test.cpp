@@ -1,6 +1,6 @@
 // Backward kernels (kind "backward"): preprocess, dK/dV over key blocks, dQ
 // over query blocks, after the forward kernel of the same features; dQ, dK,
-// dV against the independent float64 gradients (tests/reference), every
+// dV against the independent float64 gradients (reference/), every
 // detector on, with the gradient tolerance of DESIGN.md section 3.
 #include <gtest/gtest.h>
 

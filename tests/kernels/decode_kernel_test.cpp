@@ -84,7 +84,9 @@ TEST_P(DecodeKernel, MatchesFloat64ReferenceWithNoFindings) {
   const ForwardOutcome outcome = run_forward_case(c);
   EXPECT_TRUE(outcome.ok()) << c.describe() << " (" << outcome.splits << " splits)\n" << outcome.report();
   EXPECT_EQ(outcome.dispatch.launches.size(), 2u);
-  if (c.splits) EXPECT_EQ(outcome.splits, c.splits);
+  if (c.splits) {
+    EXPECT_EQ(outcome.splits, c.splits);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Decode, DecodeKernel, ::testing::ValuesIn(cases()),

@@ -16,29 +16,12 @@
 #include "plan/kernel_plan.h"
 #include "random_inputs.h"
 #include "render/render_forward.h"
+#include "selftest/case_inputs.h"
 #include "spec/canonical.h"
 #include "plan/dispatch_info.h"
 
 namespace mfagen::test {
 namespace {
-
-reference::ElementType element_type(spec::DType t) {
-  switch (t) {
-    case spec::DType::float16: return reference::ElementType::float16;
-    case spec::DType::bfloat16: return reference::ElementType::bfloat16;
-    case spec::DType::float32: return reference::ElementType::float32;
-  }
-  return reference::ElementType::float32;
-}
-
-reference::CausalMode causal_mode(spec::Causal c) {
-  switch (c) {
-    case spec::Causal::none: return reference::CausalMode::none;
-    case spec::Causal::top_left: return reference::CausalMode::top_left;
-    case spec::Causal::bottom_right: return reference::CausalMode::bottom_right;
-  }
-  return reference::CausalMode::none;
-}
 
 // A device buffer holding a BHSD tensor at the kernel's strides, in the
 // kernel's element encoding; `bytes` is exactly what the dispatch plan asks for.
@@ -188,7 +171,7 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   outcome.kernel_source = render::render_forward(plan);
   auto module = cpu::compile(outcome.kernel_source, plan.entry + ".metal", cpu::CompileOptions{});
 
-  const reference::ElementType type = element_type(c.dtype);
+  const reference::ElementType type = selftest::reference_type(c.dtype);
   reference::AttentionProblem problem;
   problem.batch = c.batch;
   problem.heads_q = c.heads_q;
@@ -197,7 +180,7 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   problem.seq_k = c.seq_k;
   problem.head_dim = plan.spec.head_dim;
   problem.head_dim_v = plan.spec.head_dim_v;
-  problem.causal = causal_mode(c.causal);
+  problem.causal = selftest::reference_causal(c.causal);
   problem.scale = c.scale;
   problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type, c.q_scale);
   problem.k = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim, c.seed * 3 + 1, type, c.kv_scale);

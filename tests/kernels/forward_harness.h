@@ -1,6 +1,6 @@
 // Runs one generated forward kernel on the cpu backend, exactly as emitted
 // (plan -> render -> compile -> dispatch -> launch with every detector on),
-// and judges it against the independent float64 reference (tests/reference)
+// and judges it against the independent float64 reference (reference/)
 // with the tolerance rule of DESIGN.md section 3.
 #pragma once
 

@@ -1,0 +1,110 @@
+#include "selftest/case_inputs.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "random_inputs.h"
+#include "session/tensor_encoding.h"
+
+namespace mfagen::selftest {
+namespace {
+
+uint64_t product(const std::array<uint64_t, 4>& extents) {
+  return extents[0] * extents[1] * extents[2] * extents[3];
+}
+
+// Which mask elements let their key through: seeded noise hides about 30%,
+// and whole rows i % 7 == 3 are hidden.
+std::vector<uint8_t> visible_keys(const std::array<uint64_t, 4>& extents, uint64_t seed) {
+  const std::vector<double> noise =
+      reference::random_tensor(product(extents), seed, reference::ElementType::float32);
+  std::vector<uint8_t> visible(noise.size());
+  for (uint64_t i = 0; i < visible.size(); ++i) {
+    const uint64_t row = (i / extents[3]) % extents[2];
+    visible[i] = noise[i] > -0.5 && row % 7 != 3;
+  }
+  return visible;
+}
+
+void add_mask(const SelftestCase& c, CaseInputs& in) {
+  const std::array<uint64_t, 4> extents = mask_extents(c);
+  const std::vector<uint8_t> visible = visible_keys(extents, c.seed + 5);
+  in.problem.mask_shape = extents;
+  if (c.kernel.mask == spec::MaskKind::boolean) {
+    in.problem.bool_mask = visible;
+    in.mask.resize(visible.size());
+    std::memcpy(in.mask.data(), visible.data(), visible.size());
+    return;
+  }
+  std::vector<double> additive =
+      reference::random_tensor(visible.size(), c.seed + 6, reference_type(c.kernel.dtype), 2.0);
+  for (size_t i = 0; i < additive.size(); ++i)
+    if (!visible[i]) additive[i] = -INFINITY;
+  in.problem.additive_mask = additive;
+  in.mask = session::encode_elements(additive, c.kernel.dtype);
+}
+
+void add_alibi_slopes(const SelftestCase& c, CaseInputs& in) {
+  const uint64_t heads = c.shape.heads_q, batches = c.alibi_per_batch ? c.shape.batch : 1;
+  std::vector<float> slopes;
+  for (uint64_t b = 0; b < batches; ++b)
+    for (uint64_t h = 0; h < heads; ++h)
+      slopes.push_back(float(std::exp2(-8.0 * double(h + 1) / double(heads)) * double(b + 1)));
+  in.problem.alibi_slopes.assign(slopes.begin(), slopes.end());
+  in.alibi_slopes.resize(slopes.size() * sizeof(float));
+  std::memcpy(in.alibi_slopes.data(), slopes.data(), in.alibi_slopes.size());
+}
+
+}  // namespace
+
+reference::ElementType reference_type(spec::DType type) {
+  switch (type) {
+    case spec::DType::float16: return reference::ElementType::float16;
+    case spec::DType::bfloat16: return reference::ElementType::bfloat16;
+    case spec::DType::float32: return reference::ElementType::float32;
+  }
+  return reference::ElementType::float32;
+}
+
+reference::CausalMode reference_causal(spec::Causal causal) {
+  switch (causal) {
+    case spec::Causal::none: return reference::CausalMode::none;
+    case spec::Causal::top_left: return reference::CausalMode::top_left;
+    case spec::Causal::bottom_right: return reference::CausalMode::bottom_right;
+  }
+  return reference::CausalMode::none;
+}
+
+CaseInputs make_inputs(const SelftestCase& c) {
+  const reference::ElementType type = reference_type(c.kernel.dtype);
+  const AttentionShape& s = c.shape;
+  const uint32_t d = c.kernel.head_dim, dv = c.kernel.head_dim_v;
+  CaseInputs in;
+  reference::AttentionProblem& p = in.problem;
+  p.batch = s.batch;
+  p.heads_q = s.heads_q;
+  p.heads_kv = s.heads_kv;
+  p.seq_q = s.seq_q;
+  p.seq_k = s.seq_k;
+  p.head_dim = d;
+  p.head_dim_v = dv;
+  p.causal = reference_causal(c.kernel.causal);
+  p.scale = c.scale;
+  if (c.kernel.window) p.window = {{c.window_left, c.window_right}};
+  if (c.kernel.softcap) p.softcap = c.softcap;
+  p.q = reference::random_tensor(s.batch * s.heads_q * s.seq_q * d, c.seed, type);
+  p.k = reference::random_tensor(s.batch * s.heads_kv * s.seq_k * d, c.seed + 1, type);
+  p.v = reference::random_tensor(s.batch * s.heads_kv * s.seq_k * dv, c.seed + 2, type);
+  in.q = session::encode_elements(p.q, c.kernel.dtype);
+  in.k = session::encode_elements(p.k, c.kernel.dtype);
+  in.v = session::encode_elements(p.v, c.kernel.dtype);
+  if (c.kernel.mask != spec::MaskKind::none) add_mask(c, in);
+  if (c.kernel.alibi) add_alibi_slopes(c, in);
+  if (c.kernel.kind == spec::Kind::backward) {
+    in.d_out = reference::random_tensor(s.batch * s.heads_q * s.seq_q * dv, c.seed + 3, type);
+    in.d_out_bytes = session::encode_elements(in.d_out, c.kernel.dtype);
+  }
+  return in;
+}
+
+}  // namespace mfagen::selftest

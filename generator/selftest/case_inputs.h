@@ -1,0 +1,33 @@
+// The inputs of a selftest case, seeded and identical on every platform:
+// once as the float64 reference reads them (already rounded to the kernel's
+// dtype) and once as kernel buffer bytes.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "attention_problem.h"
+#include "dtype_rounding.h"
+#include "selftest/selftest_case.h"
+#include "spec/kernel_spec.h"
+
+namespace mfagen::selftest {
+
+struct CaseInputs {
+  reference::AttentionProblem problem;  // q, k, v, mask, slopes and call values, BHSD
+  std::vector<double> d_out;            // backward cases: dO (B, Hq, Sq, Dv), rounded; else empty
+  // Kernel encodings (the dtype's bytes; a bool mask one byte per element;
+  // ALiBi slopes float32). Empty for what the kernel does not take.
+  std::vector<std::byte> q, k, v, mask, alibi_slopes, d_out_bytes;
+};
+
+// q, k, v (and dO) normal(0, 1); masks hide about 30% of the keys and every
+// row i with i % 7 == 3 entirely (such rows must give out 0 and lse -inf);
+// ALiBi slopes 2^(-8 (h + 1) / Hq), per batch scaled by (b + 1).
+CaseInputs make_inputs(const SelftestCase& c);
+
+// The reference's names for a spec dtype and causal mode.
+reference::ElementType reference_type(spec::DType type);
+reference::CausalMode reference_causal(spec::Causal causal);
+
+}  // namespace mfagen::selftest
