@@ -1,5 +1,5 @@
 // As an app does it: generated kernels on disk, Library::load, select, plan,
-// run on the cpu backend; out and lse against the float64 reference, and the
+// run on the cpu backend (and the Metal backend where the build has it); out and lse against the float64 reference, and the
 // LaunchPlan path bit-identical to the DispatchPlan path, and BSHD tensors
 // (strides only, no copies) bit-identical to BHSD.
 #include <gtest/gtest.h>
@@ -11,6 +11,9 @@
 #include "attention_reference.h"
 #include "generated_manifest.h"
 #include "mfagen/cpu_backend.h"
+#if MFAGEN_HAVE_METAL_BACKEND
+#include "mfagen/metal_backend.h"
+#endif
 #include "random_inputs.h"
 #include "tolerance.h"
 
@@ -112,6 +115,30 @@ TEST(EndToEnd, LoadSelectPlanRunOnTheCpuBackend) {
                  {kForwardLse, std::as_writable_bytes(std::span(lse3))}});
     EXPECT_EQ(out3, to_bshd(out, 4, sq, 32)) << "BSHD, seq_q " << sq;
     EXPECT_EQ(lse3, lse);
+
+#if MFAGEN_HAVE_METAL_BACKEND
+    // The Metal backend (here on the metal-cpp stand-in, tests/metal) runs
+    // the same launches: bit-identical, for both plan types and BSHD.
+    MetalBackend metal;
+    for (const bool dispatch_plan : {false, true}) {
+      std::vector<std::byte> out4(out.size());
+      std::vector<float> lse4(lse.size());
+      const TensorMap tensors = {{kForwardQ, qb}, {kForwardK, kb}, {kForwardV, vb}, {kForwardOut, out4},
+                                 {kForwardLse, std::as_writable_bytes(std::span(lse4))}};
+      if (dispatch_plan)
+        metal.run(library, kernel, plan, tensors);
+      else
+        metal.run(library, kernel, fast, tensors);
+      EXPECT_EQ(out4, out) << "metal, seq_q " << sq;
+      EXPECT_EQ(lse4, lse);
+    }
+    std::vector<std::byte> out5(out.size());
+    std::vector<float> lse5(lse.size());
+    metal.run(library, kernel, bshd_plan,
+              {{kForwardQ, qs}, {kForwardK, ks}, {kForwardV, vs}, {kForwardOut, out5},
+               {kForwardLse, std::as_writable_bytes(std::span(lse5))}});
+    EXPECT_EQ(out5, out3) << "metal, BSHD, seq_q " << sq;
+#endif
   }
   fs::remove_all(dir);
 }
