@@ -4,6 +4,7 @@
 #include <clang/AST/ExprCXX.h>
 #include <clang/Analysis/CallGraph.h>
 #include <clang/ASTMatchers/ASTMatchers.h>
+#include <clang/Lex/Lexer.h>
 #include <fmt/format.h>
 #include <llvm/ADT/SCCIterator.h>
 
@@ -53,11 +54,26 @@ class GotoRule : public Rule {
   }
 };
 
-// double (Metal has no double precision)
+// double (Metal has no double precision), and floating literals without a
+// suffix: `1.0` is a double in C++, so the cpu backend (the ground truth
+// here) would compute `x * 0.1` in double while Metal, which has no double,
+// does not; a suffix (`0.1f`, `0.1h`) makes both compute the same.
 class DoubleRule : public Rule {
  public:
   using Rule::Rule;
   void run(const MatchFinder::MatchResult& r) override {
+    if (const auto* literal = r.Nodes.getNodeAs<clang::FloatingLiteral>("literal")) {
+      const clang::SourceManager& sm = *r.SourceManager;
+      const clang::SourceLocation at = sm.getSpellingLoc(literal->getLocation());
+      const std::string spelling =
+          clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(at), sm, r.Context->getLangOpts()).str();
+      if (spelling.empty() || std::string_view("fFhH").find(spelling.back()) != std::string_view::npos) return;
+      report(rules::kDouble, literal->getLocation(),
+             fmt::format("floating literal '{}' has no suffix: it is a double in C++ (where the cpu backend runs "
+                         "kernels) and Metal has no double (write '{}f' for float or '{}h' for half)",
+                         spelling, spelling, spelling));
+      return;
+    }
     const auto* loc = r.Nodes.getNodeAs<clang::TypeLoc>("type");
     if (!loc) return;
     const auto* builtin = loc->getTypePtr()->getAs<clang::BuiltinType>();
@@ -340,6 +356,7 @@ void RuleMatchers::register_on(MatchFinder& finder) {
   finder.addMatcher(gotoStmt(isExpansionInMainFile()).bind("goto"), cb(0));
   finder.addMatcher(addrLabelExpr(isExpansionInMainFile()).bind("goto"), cb(0));  // computed goto
   finder.addMatcher(typeLoc(isExpansionInMainFile(), loc(qualType(realFloatingPointType()))).bind("type"), cb(1));
+  finder.addMatcher(floatLiteral(isExpansionInMainFile()).bind("literal"), cb(1));
   finder.addMatcher(varDecl(isExpansionInMainFile(), isStaticLocal()).bind("var"), cb(2));
   finder.addMatcher(cxxNewExpr(isExpansionInMainFile()).bind("new"), cb(3));
   finder.addMatcher(cxxDeleteExpr(isExpansionInMainFile()).bind("delete"), cb(3));

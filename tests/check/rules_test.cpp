@@ -292,6 +292,24 @@ TEST(CheckRules, Double) {
   expect_rule("float cast(float x) {\n  return float((double)x * 2);  // HERE\n}\n", rules::kDouble);
 }
 
+TEST(CheckRules, UnsuffixedFloatingLiteral) {
+  expect_rule(
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = out[i] + 16777217.0 - 16777216.0f;  // HERE\n}\n",
+      rules::kDouble);
+  expect_rule(
+      "kernel void k(device half* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = out[i] * 1e-3;  // HERE\n}\n",
+      rules::kDouble);
+}
+
+TEST(CheckRules, SuffixedFloatingLiteralsNearMiss) {
+  expect_clean(
+      "constant float kEps = 1e-6f;\n"
+      "kernel void k(device half* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = out[i] * 0.5h + half(2.5F * kEps) + half(1);\n}\n");
+}
+
 TEST(CheckRules, DoubleNearMiss) {
   expect_clean(
       "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
