@@ -150,6 +150,7 @@ class Lowering {
 
   LoweredMsl run() {
     check_includes();
+    lower_template_kernels();
     lower_attributes();
     check_std();
     lower_vector_syntax();
@@ -211,6 +212,35 @@ class Lowering {
     }
   }
 
+  // Whether token k belongs to a declaration that starts with `template`:
+  // a function template or an explicit instantiation. Walks back to the end
+  // of the previous declaration (`;`, `{` or `}` outside brackets).
+  bool in_template_declaration(size_t k) const {
+    int depth = 0;
+    size_t j = k;
+    while (j > 0) {
+      --j;
+      std::string_view t = text(j);
+      if (t == ")" || t == "]") ++depth;
+      if (t == "(" || t == "[") --depth;
+      if (depth == 0 && (t == ";" || t == "{" || t == "}")) return is(j + 1, "template");
+    }
+    return is(0, "template");
+  }
+
+  // Metal allows templated kernels, instantiated under host names:
+  // `template <class T> kernel void f(...)` and `template [[host_name("f_float")]]
+  // kernel void f<float>(...)`. OpenCL's `kernel` does not, so in a template
+  // declaration the keyword becomes the msl:kernel annotation that is_kernel()
+  // reads (and clang's kernel-only checks are the rules' job there).
+  void lower_template_kernels() {
+    for (size_t k = 0; k < count(); ++k) {
+      if (!is(k, "kernel") || (k > 0 && (is(k - 1, ".") || is(k - 1, "->") || is(k - 1, "::")))) continue;
+      if (in_template_declaration(k)) replace(k, kKernelAnnotation);
+    }
+  }
+  static constexpr const char* kKernelAnnotation = "__attribute__((annotate(\"msl:kernel\")))";
+
   // [[a, b(x)]] -> __attribute__((annotate("msl:a"), annotate("msl:b(x)"))).
   void lower_attributes() {
     for (size_t k = 0; k + 1 < count(); ++k) {
@@ -245,7 +275,7 @@ class Lowering {
       bool function_constant = false;
       for (size_t a = 0; a < names.size(); ++a) {
         if (names[a] == "kernel") {
-          lowered += "kernel ";
+          lowered += in_template_declaration(k) ? std::string(kKernelAnnotation) + " " : "kernel ";
           continue;
         }
         if (names[a] == "function_constant") function_constant = true;

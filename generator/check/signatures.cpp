@@ -47,6 +47,13 @@ BufferParam buffer_param(const clang::ParmVarDecl& param, uint32_t index, const 
   return b;
 }
 
+// The [[host_name("x")]] of a kernel: its entry-point name.
+std::optional<std::string> host_name(const clang::FunctionDecl& fn) {
+  for (const MslAttribute& a : msl_attributes(fn))
+    if (a.name == "host_name" && a.argument.size() >= 2) return a.argument.substr(1, a.argument.size() - 2);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const LineOf& line_of) {
@@ -61,13 +68,22 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const L
         for (const clang::Decl* inner : ns->decls()) pending.push_back(inner);
         continue;
       }
+      // A templated kernel is a kernel once instantiated under a host name:
+      // `template [[host_name("f_float")]] kernel void f<float>(...);`.
+      if (const auto* templated = llvm::dyn_cast<clang::FunctionTemplateDecl>(d)) {
+        std::vector<const clang::Decl*> named;
+        for (const clang::FunctionDecl* instance : templated->specializations())
+          if (host_name(*instance)) named.push_back(instance);
+        pending.insert(pending.end(), named.rbegin(), named.rend());  // popped in instantiation order
+        continue;
+      }
       const auto* fn = llvm::dyn_cast<clang::FunctionDecl>(d);
       if (!fn || !fn->isThisDeclarationADefinition() || !in_main_file(context, fn->getLocation()) || !is_kernel(*fn))
         continue;
+      if (fn->getTemplatedKind() == clang::FunctionDecl::TK_FunctionTemplateSpecialization && !host_name(*fn))
+        continue;  // an implicit instantiation: not an entry point
       KernelSignature k;
-      k.name = fn->getName().str();
-      for (const MslAttribute& a : msl_attributes(*fn))
-        if (a.name == "host_name" && a.argument.size() >= 2) k.name = a.argument.substr(1, a.argument.size() - 2);
+      k.name = host_name(*fn).value_or(fn->getName().str());
       k.line = line_of(fn->getLocation());
       for (const clang::ParmVarDecl* param : fn->parameters()) {
         for (const MslAttribute& a : msl_attributes(*param)) {
@@ -86,7 +102,8 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const L
       kernels.push_back(std::move(k));
     }
   }
-  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.line < b.line; });
+  // Stable: the instantiations of one template share its line and keep their order.
+  std::stable_sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.line < b.line; });
   return kernels;
 }
 

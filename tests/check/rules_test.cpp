@@ -506,5 +506,43 @@ TEST(CheckRules, ThreadPointerEscapeThroughStructNearMiss) {
       "  links[i] = Link{data + i, *h.p};\n}\n");
 }
 
+// Metal's templated kernels, instantiated under host names (MLX's style and
+// the explicit signature): entry points with the instantiated types.
+TEST(CheckSignatures, TemplatedKernelsAreEntryPointsUnderTheirHostNames) {
+  const std::string source = kHeader +
+                             "template <typename T, int N>\n"
+                             "[[kernel]] void copy_n(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
+                             "                       uint i [[thread_position_in_grid]]) {\n"
+                             "  for (int j = 0; j < N; ++j) out[i * N + j] = in[i * N + j];\n"
+                             "}\n"
+                             "template [[host_name(\"copy_f32_4\")]] [[kernel]] decltype(copy_n<float, 4>) "
+                             "copy_n<float, 4>;\n"
+                             "template [[host_name(\"copy_f16_2\")]] kernel void copy_n<half, 2>(device const half*, "
+                             "device half*, uint);\n";
+  CheckResult r = check_msl(source, "templated.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  ASSERT_EQ(r.kernels.size(), 2u);
+  EXPECT_EQ(r.kernels[0].name, "copy_f32_4");
+  EXPECT_EQ(r.kernels[1].name, "copy_f16_2");
+  ASSERT_EQ(r.kernels[1].buffers.size(), 2u);
+  EXPECT_EQ(r.kernels[1].buffers[0].metal_type(), "device const half*");
+  EXPECT_EQ(r.kernels[1].buffers[1].metal_type(), "device half*");
+  EXPECT_EQ(r.kernels[0].buffers[1].metal_type(), "device float*");
+}
+
+TEST(CheckRules, TemplatedKernelsAreChecked) {
+  expect_rule(
+      "template <typename T>\n"
+      "kernel void scale(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  double wide = 2;  // HERE\n  out[i] = T(float(out[i]) * float(wide));\n}\n"
+      "template [[host_name(\"scale_f32\")]] kernel void scale<float>(device float*, uint);\n",
+      rules::kDouble);
+  expect_rule(
+      "template <typename T>\n"
+      "[[kernel]] T first(device T* out [[buffer(0)]]) {  // HERE\n  return out[0];\n}\n"
+      "template [[host_name(\"first_f32\")]] [[kernel]] float first<float>(device float*);\n",
+      rules::kKernelReturnType);
+}
+
 }  // namespace
 }  // namespace mfagen::check
