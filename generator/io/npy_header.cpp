@@ -17,8 +17,9 @@ struct PyValue {
   bool flag = false;     // boolean
   bool negative = false; // integer
   uint64_t magnitude = 0;
-  std::vector<PyValue> items;                       // tuple, list
-  std::vector<std::pair<PyValue, PyValue>> entries; // dict
+  // tuple, list: the elements; dict: key, value, key, value, ... (a vector
+  // of pairs of the type being defined is not portable C++).
+  std::vector<PyValue> items;
 };
 
 std::string_view kind_name(PyValue::Kind kind) {
@@ -76,6 +77,15 @@ class Parser {
   }
 
   PyValue parse_value() {
+    // A header nests at most a dict holding a shape tuple; deeper input is
+    // hostile and must not exhaust the stack.
+    constexpr int kMaxDepth = 16;
+    if (depth_ >= kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
+    ++depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     skip_space();
     if (pos_ >= text_.size()) fail("unexpected end of the header");
     char c = text_[pos_];
@@ -88,7 +98,7 @@ class Parser {
       value.items = parse_sequence(c == '(' ? ')' : ']');
     } else if (c == '{') {
       value.kind = PyValue::Kind::dict;
-      value.entries = parse_dict();
+      value.items = parse_dict();
     } else if (c == '-' || c == '+' || std::isdigit(static_cast<unsigned char>(c))) {
       value.kind = PyValue::Kind::integer;
       parse_integer(value);
@@ -145,14 +155,13 @@ class Parser {
     return items;
   }
 
-  std::vector<std::pair<PyValue, PyValue>> parse_dict() {
+  std::vector<PyValue> parse_dict() {
     ++pos_;
-    std::vector<std::pair<PyValue, PyValue>> entries;
+    std::vector<PyValue> entries;
     while (!take('}')) {
-      PyValue key = parse_value();
+      entries.push_back(parse_value());
       if (!take(':')) fail("expected ':' after a dict key");
-      PyValue value = parse_value();
-      entries.emplace_back(std::move(key), std::move(value));
+      entries.push_back(parse_value());
       if (!take(',')) {
         if (!take('}')) fail("expected ',' or '}'");
         break;
@@ -163,6 +172,7 @@ class Parser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -173,7 +183,9 @@ NpyHeaderDict parse_npy_header_dict(std::string_view text) {
     throw std::invalid_argument(fmt::format("header is {}, not a dict", kind_name(root.kind)));
 
   std::map<std::string, const PyValue*> values;
-  for (const auto& [key, value] : root.entries) {
+  for (size_t entry = 0; entry + 1 < root.items.size(); entry += 2) {
+    const PyValue& key = root.items[entry];
+    const PyValue& value = root.items[entry + 1];
     if (key.kind != PyValue::Kind::string)
       throw std::invalid_argument(fmt::format("header dict has a key that is {}", kind_name(key.kind)));
     if (key.text != "descr" && key.text != "fortran_order" && key.text != "shape")

@@ -59,7 +59,7 @@ std::string mark_standalone_tag_lines(std::string_view text) {
   return out;
 }
 
-std::string drop_marked_lines(const std::string& rendered) {
+std::string drop_marked_lines(const std::string& rendered, std::string_view name) {
   std::string out;
   size_t begin = 0;
   while (begin < rendered.size()) {
@@ -70,7 +70,8 @@ std::string drop_marked_lines(const std::string& rendered) {
     if (line.find(kStandaloneMark) == std::string_view::npos)
       out += line;
     else if (!only_marks)
-      throw std::logic_error("template: a section tag shares its line with text; put it on a line of its own");
+      throw std::logic_error(
+          fmt::format("template {}: a section tag shares its line with text; put it on a line of its own", name));
     begin = end;
   }
   return out;
@@ -101,6 +102,10 @@ std::string render_template(std::string_view name, const TemplateValues& values)
 }
 
 std::string render_template_text(std::string_view text, const TemplateValues& values, std::string_view name) {
+  if (text.find(kStandaloneMark) != std::string_view::npos)
+    throw std::logic_error(fmt::format("template {}: contains the control character \\x01, which the engine reserves "
+                                       "to mark standalone tag lines",
+                                       name));
   const auto names = tag_names(text);
   for (const std::string& tag : names)
     if (!values.contains(tag)) throw std::logic_error(fmt::format("template {}: no value for {{{{{}}}}}", name, tag));
@@ -117,7 +122,7 @@ std::string render_template_text(std::string_view text, const TemplateValues& va
   }
   const std::string out = engine.render(data);
   if (!engine.is_valid()) throw std::logic_error(fmt::format("template {}: {}", name, engine.error_message()));
-  return drop_marked_lines(out);
+  return drop_marked_lines(out, name);
 }
 
 std::string template_version(std::string_view name) {

@@ -46,6 +46,11 @@ class DuplicateKeyCheck {
     switch (event) {
       case E::object_start:
       case E::array_start:
+        // A spec nests four levels; hostile nesting would grow the paths
+        // kept here quadratically. Refuse it early, with the limit.
+        if (frames_.size() >= kMaxDepth)
+          throw SpecError(file_, child_path(),
+                          fmt::format("expected JSON nested at most {} levels deep, found deeper nesting", kMaxDepth));
         frames_.push_back({event == E::object_start, child_path(), 0, {}, {}});
         break;
       case E::key: {
@@ -89,6 +94,7 @@ class DuplicateKeyCheck {
     if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
   }
 
+  static constexpr size_t kMaxDepth = 32;
   const std::string& file_;
   std::vector<Frame> frames_;
 };

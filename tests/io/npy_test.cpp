@@ -325,5 +325,20 @@ TEST(NpyHeaderDict, ExplainsErrors) {
   EXPECT_THAT(error("{'shape': (99999999999999999999999,)}"), HasSubstr("too large"));
 }
 
+// Hostile nesting in a header (found by fuzz/): a clear error at a fixed
+// depth, not a stack overflow.
+TEST(Npy, DeeplyNestedHeadersAreRefused) {
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + std::string(50000, '(') +
+                           std::string(50000, ')') + ", }";
+  const std::string file = make_npy(dict, "", 2);
+  try {
+    (void)parse_npy(std::as_bytes(std::span(file.data(), file.size())), "deep.npy");
+    FAIL() << "expected an error";
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("deep.npy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 16 levels"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mfagen::io

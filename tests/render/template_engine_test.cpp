@@ -31,6 +31,19 @@ TEST(TemplateEngine, MissingValuesAreErrors) {
   EXPECT_THROW(render_template("no-such-template", {}), std::logic_error);
 }
 
+// Found by fuzz/: the engine's line marker in the text itself was reported
+// as a misplaced section tag of an unnamed template.
+TEST(TemplateEngine, ErrorsNameTheTemplate) {
+  try {
+    render_template_text("a\x01" "b\n", {}, "inline.mustache");
+    FAIL() << "text holding the engine's reserved marker must be refused";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("template inline.mustache: contains the control character"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TemplateEngine, VersionNamesTheTemplateAndItsText) {
   const std::string v = template_version("attention_forward.metal.mustache");
   EXPECT_EQ(v.rfind("attention_forward-", 0), 0u) << v;

@@ -185,6 +185,15 @@ TEST_P(BadSpecTest, FailsWithExactMessage) {
 
 INSTANTIATE_TEST_SUITE_P(Spec, BadSpecTest, testing::ValuesIn(kBadSpecs));
 
+// Hostile nesting (found by fuzz/): refused at the limit, with the limit,
+// instead of growing memory with the depth.
+TEST(SpecError, DeepNestingIsRefusedAtTheLimit) {
+  const std::string deep = "{\"kernels\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string error = error_of(deep);
+  EXPECT_NE(error.find("bad.json: kernels[0]"), std::string::npos) << error.substr(0, 200);
+  EXPECT_NE(error.find("expected JSON nested at most 32 levels deep"), std::string::npos) << error.substr(0, 200);
+}
+
 TEST(SpecError, PartsAndMessage) {
   SpecError with_path("a.json", "kernels[2].head_dim", "expected an integer in 1..576, found 600");
   EXPECT_STREQ(with_path.what(), "a.json: kernels[2].head_dim: expected an integer in 1..576, found 600");
