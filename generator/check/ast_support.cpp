@@ -1,6 +1,7 @@
 #include "check/ast_support.h"
 
 #include <clang/AST/Attr.h>
+#include <clang/Basic/SourceManager.h>
 
 #include <charconv>
 #include <set>
@@ -25,6 +26,21 @@ std::vector<MslAttribute> msl_attributes(const clang::Decl& decl) {
   }
   // specific_attrs lists attributes in reverse order of appearance.
   std::reverse(out.begin(), out.end());
+  return out;
+}
+
+bool in_main_file(const clang::Decl& decl) {
+  const clang::SourceManager& sm = decl.getASTContext().getSourceManager();
+  return decl.getLocation().isValid() && sm.isWrittenInMainFile(sm.getExpansionLoc(decl.getLocation()));
+}
+
+std::vector<clang::Decl*> main_file_decls(clang::ASTContext& context) {
+  // noload_decls: those of the precompiled stand-in are left where they are
+  // (loading every one of them costs more than parsing a kernel); none of
+  // them is the checked file's.
+  std::vector<clang::Decl*> out;
+  for (clang::Decl* decl : context.getTranslationUnitDecl()->noload_decls())
+    if (in_main_file(*decl)) out.push_back(decl);
   return out;
 }
 

@@ -37,6 +37,17 @@ std::string metal_type_name(clang::QualType type, const clang::ASTContext& conte
 // clang's OpenCL spelling of address spaces in a message, as Metal writes them.
 std::string metal_spelling(std::string message);
 
+// The translation unit's top-level declarations written in the checked
+// (main) file, in order. Every rule and the signatures look at code of the
+// checked file only, so traversals start here rather than at the whole
+// translation unit, which holds the stand-in too (and, when the stand-in
+// comes precompiled, would be deserialized in full by a walk over it).
+std::vector<clang::Decl*> main_file_decls(clang::ASTContext& context);
+
+// Whether a declaration is written in the checked file (macro expansions at
+// the place they are expanded).
+bool in_main_file(const clang::Decl& decl);
+
 // Thread-position and other builtin parameter attributes Metal defines.
 bool is_builtin_attribute(std::string_view name);
 

@@ -1,7 +1,8 @@
 // check_msl(): lower (lowering.h), parse in-process with clang (libtooling's
-// ToolInvocation over an in-memory file), run the AST rules (matchers.h) and
-// the signature extraction (signatures.h), and report everything located in
-// the original MSL.
+// ToolInvocation over an in-memory file; the stand-in precompiled once,
+// standin_pch.h, when the file starts by including it), run the AST rules
+// (matchers.h) and the signature extraction (signatures.h), and report
+// everything located in the original MSL.
 #include "check/check.h"
 
 #include <clang/AST/ASTConsumer.h>
@@ -26,10 +27,13 @@
 #include <thread>
 
 #include "check/ast_support.h"
+#include "check/cc1_command.h"
 #include "check/lowering.h"
 #include "check/matchers.h"
+#include "check/parse_setup.h"
 #include "check/rules.h"
 #include "check/signatures.h"
+#include "check/standin_pch.h"
 
 #ifndef MFAGEN_CHECK_STANDIN_DIR
 #define MFAGEN_CHECK_STANDIN_DIR ""
@@ -37,24 +41,6 @@
 
 namespace mfagen::check {
 namespace {
-
-constexpr const char* kVirtualDir = "/mfagen-check";
-constexpr const char* kPreludePath = "/mfagen-check/prelude.h";
-
-// Declarations that let constructs Metal forbids parse, so that the rules
-// (not an "undeclared identifier") name them.
-constexpr const char* kPrelude = R"(// mfagen check prelude
-extern "C" {
-void* malloc(unsigned long);
-void* calloc(unsigned long, unsigned long);
-void* realloc(void*, unsigned long);
-void* aligned_alloc(unsigned long, unsigned long);
-void free(void*);
-}
-void* operator new(unsigned long);
-void* operator new[](unsigned long);
-#define is_function_constant_defined(name) true
-)";
 
 // clang errors of the host dialect that are Metal rules as well.
 std::string_view rule_of_clang_diagnostic(unsigned id) {
@@ -164,6 +150,11 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
       last_error_.reset();
       return;
     }
+    // The driver's, the frontend's and the PCH reader's errors are about the
+    // parse's setup, never about the checked source (the "common" ones
+    // before them may be either).
+    if (info.getID() >= clang::diag::DIAG_START_DRIVER && info.getID() < clang::diag::DIAG_START_LEX)
+      setup_failed_ = true;
     Diagnostic d;
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       d = locator_.locate(info.getSourceManager(), info.getLocation());
@@ -177,11 +168,14 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     notes_ = 0;
   }
 
+  bool setup_failed() const { return setup_failed_; }
+
  private:
   const Locator& locator_;
   std::vector<Diagnostic>& out_;
   std::optional<size_t> last_error_;
   int notes_ = 0;
+  bool setup_failed_ = false;
 };
 
 struct ParseOutput {
@@ -196,11 +190,14 @@ class CheckConsumer : public clang::ASTConsumer {
 
   void HandleTranslationUnit(clang::ASTContext& context) override {
     std::vector<Finding> findings;
+    // Only the checked file's declarations are walked (ast_support.h).
+    const std::vector<clang::Decl*> top_level = main_file_decls(context);
+    context.setTraversalScope(top_level);
     clang::ast_matchers::MatchFinder finder;
     RuleMatchers rules(findings);
     rules.register_on(finder);
     finder.matchAST(context);
-    find_recursion(context, findings);
+    find_recursion(context, top_level, findings);
     const clang::SourceManager& sm = context.getSourceManager();
     for (const Finding& f : findings) {
       Diagnostic d = locator_.locate(sm, f.location);
@@ -209,8 +206,8 @@ class CheckConsumer : public clang::ASTConsumer {
       out_.findings.push_back(std::move(d));
     }
     auto line_of = [&](clang::SourceLocation loc) { return locator_.locate(sm, loc).line; };
-    out_.kernels = extract_kernels(context, line_of);
-    out_.constants = extract_function_constants(context, line_of);
+    out_.kernels = extract_kernels(context, top_level, line_of);
+    out_.constants = extract_function_constants(context, top_level, line_of);
   }
 
  private:
@@ -254,7 +251,56 @@ std::filesystem::path resolve_standin(const CheckOptions& options) {
 std::string virtual_main_name(std::string_view file_name) {
   std::string base = std::filesystem::path(std::string(file_name)).filename().string();
   if (base.empty()) base = "input.metal";
-  return fmt::format("{}/{}", kVirtualDir, base);
+  std::string path = fmt::format("{}/{}", kVirtualDir, base);
+  // Not one of the checker's own files.
+  if (path == kPreludePath || path == kStandinHeaderPath || path == kStandinPchPath)
+    path = fmt::format("{}/input-{}", kVirtualDir, base);
+  return path;
+}
+
+struct ClangParse {
+  std::vector<Diagnostic> clang_errors;
+  ParseOutput output;
+  bool ran = false;           // clang parsed without errors
+  bool setup_failed = false;  // clang could not set the parse up (e.g. it refused the PCH)
+};
+
+// One clang parse of the lowered file: with `pch`, the stand-in comes
+// precompiled (-include-pch); without, the prelude is included and the
+// stand-in parsed where the file includes it.
+ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, const std::string& main_path,
+                         const std::filesystem::path& standin, const PrecompiledStandin* pch) {
+  auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  memory->addFile(main_path, 0, llvm::MemoryBuffer::getMemBuffer(lowered.text, main_path));
+  memory->addFile(kPreludePath, 0, llvm::MemoryBuffer::getMemBuffer(prelude_text(), kPreludePath));
+  if (pch) {
+    // The PCH names its header as an input: clang checks that it is still
+    // there, with the same size.
+    memory->addFile(kStandinHeaderPath, 0,
+                    llvm::MemoryBuffer::getMemBuffer(standin_header_text(), kStandinHeaderPath));
+    memory->addFileNoOwn(kStandinPchPath, 0, llvm::MemoryBufferRef(pch->bytes, kStandinPchPath));
+  }
+  auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
+  overlay->pushOverlay(memory);
+  auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(clang::FileSystemOptions(), overlay);
+
+  std::vector<std::string> flags = language_flags(standin);
+  flags.insert(flags.begin(), "-fsyntax-only");
+  flags.insert(flags.end(), {pch ? "-include-pch" : "-include", std::string(pch ? kStandinPchPath : kPreludePath)});
+  std::vector<std::string> args = cc1_command_line(flags, main_path);
+  if (args.empty()) {  // the driver, with its diagnostics
+    args = {"mfagen-check"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(main_path);
+  }
+
+  ClangParse parse;
+  CollectingDiagnostics consumer(locator, parse.clang_errors);
+  clang::tooling::ToolInvocation invocation(args, std::make_unique<CheckAction>(locator, parse.output), files.get());
+  invocation.setDiagnosticConsumer(&consumer);
+  parse.ran = invocation.run();
+  parse.setup_failed = consumer.setup_failed() || (!parse.ran && parse.clang_errors.empty());
+  return parse;
 }
 
 }  // namespace
@@ -304,40 +350,25 @@ CheckResult check_msl(std::string_view source, std::string_view file_name, const
   const Locator locator(source, lowered, result.file);
   const std::string main_path = virtual_main_name(file_name);
 
-  auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
-  memory->addFile(main_path, 0, llvm::MemoryBuffer::getMemBufferCopy(lowered.text, main_path));
-  memory->addFile(kPreludePath, 0, llvm::MemoryBuffer::getMemBufferCopy(kPrelude, kPreludePath));
-  auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
-  overlay->pushOverlay(memory);
-  auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(clang::FileSystemOptions(), overlay);
-
-  std::vector<std::string> args = {"mfagen-check",
-                                   "-fsyntax-only",
-                                   "-x",
-                                   "clcpp",
-                                   "-cl-std=clc++2021",
-                                   "-cl-no-stdinc",
-                                   "-nostdinc",
-                                   "-target",
-                                   "x86_64-unknown-linux-gnu",
-                                   "-Xclang",
-                                   "-ffake-address-space-map",
-                                   "-ferror-limit=100",
-                                   "-fno-caret-diagnostics",
-                                   "-isystem",
-                                   standin.string(),
-                                   "-include",
-                                   kPreludePath,
-                                   main_path};
-
-  std::vector<Diagnostic> clang_errors;
-  ParseOutput parsed;
-  CollectingDiagnostics consumer(locator, clang_errors);
-  clang::tooling::ToolInvocation invocation(args, std::make_unique<CheckAction>(locator, parsed), files.get());
-  invocation.setDiagnosticConsumer(&consumer);
-  bool ran = invocation.run();
-  if (!ran && clang_errors.empty())
+  // A PCH names its headers by absolute path: with a relative stand-in
+  // directory, diagnostics in the stand-in would name it otherwise than the
+  // per-file parse does.
+  std::shared_ptr<const PrecompiledStandin> pch;
+  if (options.precompiled_standin && standin.is_absolute() && starts_with_metal_stdlib_include(lowered.text))
+    pch = precompiled_standin(standin, options.cache_dir);
+  ClangParse parse = parse_lowered(lowered, locator, main_path, standin, pch.get());
+  if (pch && parse.setup_failed) {
+    // clang refused the PCH (unreadable, or its inputs changed under it):
+    // this file is parsed the slow way, and that PCH is not offered again.
+    reject_precompiled_standin(*pch);
+    pch.reset();
+    parse = parse_lowered(lowered, locator, main_path, standin, nullptr);
+  }
+  if (!parse.ran && parse.clang_errors.empty())
     throw CheckerError(fmt::format("mfagen check: clang could not run on '{}'", result.file));
+  result.used_precompiled_standin = pch != nullptr;
+  std::vector<Diagnostic>& clang_errors = parse.clang_errors;
+  ParseOutput& parsed = parse.output;
 
   // Lexical findings, AST findings, then clang's errors; one per rule and place.
   std::vector<Diagnostic> all;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,9 @@ struct CheckResult {
   std::vector<KernelSignature> kernels;
   std::vector<FunctionConstant> function_constants;
   double seconds = 0;  // wall time of the check
+  // The stand-in came precompiled (CheckOptions::precompiled_standin) rather
+  // than parsed for this file; the findings are the same either way.
+  bool used_precompiled_standin = false;
   bool ok() const { return diagnostics.empty(); }
   const KernelSignature* kernel(std::string_view name) const;
 };
@@ -81,6 +85,15 @@ struct CheckOptions {
   // The Metal stand-in include directory (holds metal_stdlib); empty: the
   // MFAGEN_STANDIN_DIR environment variable, else the source tree's copy.
   std::filesystem::path standin_dir;
+  // Parse the stand-in once (a clang precompiled header shared by every
+  // check, standin_pch.h) rather than once per file. Used for files whose
+  // first directive is `#include <metal_stdlib>`, with the stand-in at an
+  // absolute path; false forces the per-file parse (the tests compare the
+  // two).
+  bool precompiled_standin = true;
+  // Where the precompiled stand-in is kept across processes; empty:
+  // $MFAGEN_CACHE_DIR, else $XDG_CACHE_HOME/mfagen, else ~/.cache/mfagen.
+  std::filesystem::path cache_dir;
 };
 
 // An environment failure of the checker itself (no stand-in header, clang

@@ -109,7 +109,7 @@ class AllocationRule : public Rule {
     if (const auto* e = r.Nodes.getNodeAs<clang::CallExpr>("alloc"))
       report(rules::kDynamicAllocation, e->getBeginLoc(),
              fmt::format("'{}' is not available in Metal (no dynamic allocation)",
-                         e->getDirectCallee()->getName().str()));
+                         e->getDirectCallee()->getNameAsString()));
   }
 };
 
@@ -185,7 +185,7 @@ class GenericPointerRule : public Rule {
     if (const auto* op = r.Nodes.getNodeAs<clang::BinaryOperator>("assign")) {
       std::string name;
       if (const auto* ref = llvm::dyn_cast<clang::DeclRefExpr>(op->getLHS()->IgnoreParenImpCasts()))
-        name = ref->getDecl()->getName().str();
+        name = ref->getDecl()->getNameAsString();
       check(op->getLHS()->getType(), op->getRHS(), op->getOperatorLoc(), fmt::format("'{}'", name));
     }
     if (const auto* call = r.Nodes.getNodeAs<clang::CallExpr>("call")) {
@@ -196,7 +196,7 @@ class GenericPointerRule : public Rule {
       for (unsigned i = 0; i + first < call->getNumArgs() && i < callee->getNumParams(); ++i) {
         const clang::ParmVarDecl* param = callee->getParamDecl(i);
         check(param->getType(), call->getArg(i + first), call->getArg(i + first)->getBeginLoc(),
-              fmt::format("'{}' of '{}'", param->getName().str(), callee->getName().str()));
+              fmt::format("'{}' of '{}'", param->getName().str(), callee->getNameAsString()));
       }
     }
     // `float* at(device float* p) { return p; }`: the return type is generic.
@@ -204,7 +204,7 @@ class GenericPointerRule : public Rule {
       const auto* fn = r.Nodes.getNodeAs<clang::FunctionDecl>("returning");
       if (fn && ret->getRetValue())
         check(fn->getReturnType(), ret->getRetValue(), ret->getReturnLoc(),
-              fmt::format("the return value of '{}'", fn->getName().str()));
+              fmt::format("the return value of '{}'", fn->getNameAsString()));
     }
   }
 
@@ -267,7 +267,7 @@ class ImplicitObjectRule : public Rule {
     report(rules::kGenericPointer, at,
            fmt::format("'{}' is called on an object in {} memory, but it takes a thread 'this': Metal has no generic "
                        "address space (declare it '{}(...) {}')",
-                       method->getQualifiedNameAsString(), space_name(space), method->getName().str(),
+                       method->getQualifiedNameAsString(), space_name(space), method->getNameAsString(),
                        space_name(space)));
   }
 };
@@ -282,7 +282,7 @@ class KernelSignatureRule : public Rule {
     if (!fn || !is_kernel(*fn)) return;
     if (!fn->hasAttr<clang::OpenCLKernelAttr>() && !fn->getReturnType()->isVoidType())
       report(rules::kKernelReturnType, fn->getLocation(),
-             fmt::format("kernel '{}' must return void", fn->getName().str()));
+             fmt::format("kernel '{}' must return void", fn->getNameAsString()));
     std::map<std::pair<std::string, uint32_t>, const clang::ParmVarDecl*> bound;
     for (const clang::ParmVarDecl* param : fn->parameters()) {
       std::string name = param->getName().str();
@@ -311,7 +311,7 @@ class KernelSignatureRule : public Rule {
         if (!inserted)
           report(rules::kDuplicateBindingIndex, param->getLocation(),
                  fmt::format("[[{}({})]] is bound twice in kernel '{}': '{}' and '{}'", a.name, *index,
-                             fn->getName().str(), it->second->getName().str(), name));
+                             fn->getNameAsString(), it->second->getName().str(), name));
         if (a.name == "buffer") {
           clang::QualType type = param->getType();
           LangAS space = type->isPointerType() || type->isReferenceType() ? type->getPointeeType().getAddressSpace()
@@ -326,7 +326,7 @@ class KernelSignatureRule : public Rule {
         report(rules::kKernelParameterAttribute, param->getLocation(),
                fmt::format("kernel parameter '{}' of '{}' has no attribute ([[buffer(n)]], [[threadgroup(n)]], "
                            "[[thread_position_in_grid]], ...)",
-                           name, fn->getName().str()));
+                           name, fn->getNameAsString()));
     }
   }
 };
@@ -383,13 +383,42 @@ void RuleMatchers::register_on(MatchFinder& finder) {
       cb(7));
 }
 
-void find_recursion(clang::ASTContext& context, std::vector<Finding>& findings) {
+namespace {
+
+// The call graph of the checked file's functions and of every function they
+// reach. CallGraph adds a function's calls when it traverses its
+// definition; callees outside the checked file are traversed here, until no
+// new function is reached.
+void build_reachable_call_graph(clang::CallGraph& graph, const std::vector<clang::Decl*>& top_level) {
+  for (clang::Decl* d : top_level) graph.addToCallGraph(d);
+  std::set<const clang::Decl*> traversed;
+  for (bool grew = true; grew;) {
+    std::vector<clang::FunctionDecl*> reached;
+    for (const auto& [decl, node] : graph) {
+      const auto* function = llvm::dyn_cast_or_null<clang::FunctionDecl>(decl);
+      const clang::FunctionDecl* definition = nullptr;
+      // Implicit members (a defaulted constructor) are left out, as the
+      // graph's own traversal of a file leaves them out.
+      if (!function || !function->hasBody(definition) || definition->isImplicit() || in_main_file(*definition))
+        continue;
+      if (traversed.insert(definition).second) reached.push_back(const_cast<clang::FunctionDecl*>(definition));
+    }
+    for (clang::FunctionDecl* definition : reached) graph.addToCallGraph(definition);
+    grew = !reached.empty();
+  }
+}
+
+}  // namespace
+
+void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
+                    std::vector<Finding>& findings) {
   const clang::SourceManager& sm = context.getSourceManager();
   auto in_main = [&](const clang::Decl* d) {
     return d && sm.isWrittenInMainFile(sm.getExpansionLoc(d->getLocation()));
   };
   clang::CallGraph graph;
-  graph.addToCallGraph(context.getTranslationUnitDecl());
+  build_reachable_call_graph(graph, top_level);
+  const size_t first_finding = findings.size();
   for (auto scc = llvm::scc_begin(&graph); !scc.isAtEnd(); ++scc) {
     const std::vector<clang::CallGraphNode*>& nodes = *scc;
     if (!scc.hasCycle()) continue;
@@ -438,6 +467,12 @@ void find_recursion(clang::ASTContext& context, std::vector<Finding>& findings) 
                                    : start->getDecl()->getLocation();
     findings.push_back({rules::kRecursion, at, std::move(message)});
   }
+  // In source order, whatever order the graph's cycles came in.
+  std::stable_sort(findings.begin() + first_finding, findings.end(), [&](const Finding& a, const Finding& b) {
+    clang::SourceLocation x = sm.getExpansionLoc(a.location), y = sm.getExpansionLoc(b.location);
+    if (x != y) return sm.isBeforeInTranslationUnit(x, y);
+    return a.message < b.message;
+  });
 }
 
 }  // namespace mfagen::check

@@ -56,9 +56,10 @@ std::optional<std::string> host_name(const clang::FunctionDecl& fn) {
 
 }  // namespace
 
-std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const LineOf& line_of) {
+std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
+                                             const LineOf& line_of) {
   std::vector<KernelSignature> kernels;
-  for (const clang::Decl* decl : context.getTranslationUnitDecl()->decls()) {
+  for (const clang::Decl* decl : top_level) {
     // Kernels at namespace scope too.
     std::vector<const clang::Decl*> pending = {decl};
     while (!pending.empty()) {
@@ -83,7 +84,7 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const L
       if (fn->getTemplatedKind() == clang::FunctionDecl::TK_FunctionTemplateSpecialization && !host_name(*fn))
         continue;  // an implicit instantiation: not an entry point
       KernelSignature k;
-      k.name = host_name(*fn).value_or(fn->getName().str());
+      k.name = host_name(*fn).value_or(fn->getNameAsString());
       k.line = line_of(fn->getLocation());
       for (const clang::ParmVarDecl* param : fn->parameters()) {
         for (const MslAttribute& a : msl_attributes(*param)) {
@@ -107,26 +108,30 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const L
   return kernels;
 }
 
-std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& context, const LineOf& line_of) {
+std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& context,
+                                                         const std::vector<clang::Decl*>& top_level,
+                                                         const LineOf& line_of) {
   std::vector<FunctionConstant> constants;
-  std::vector<const clang::DeclContext*> pending = {context.getTranslationUnitDecl()};
+  std::vector<const clang::DeclContext*> pending;  // namespaces still to read, the last one seen first
+  auto visit = [&](const clang::Decl* d) {
+    if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) pending.push_back(ns);
+    const auto* var = llvm::dyn_cast<clang::VarDecl>(d);
+    if (!var || !in_main_file(context, var->getLocation())) return;
+    for (const MslAttribute& a : msl_attributes(*var)) {
+      if (a.name != "function_constant") continue;
+      FunctionConstant c;
+      c.index = attribute_index(a).value_or(~0u);
+      c.name = var->getName().str();
+      c.type = metal_type_name(var->getType(), context);
+      c.line = line_of(var->getLocation());
+      constants.push_back(std::move(c));
+    }
+  };
+  for (const clang::Decl* d : top_level) visit(d);
   while (!pending.empty()) {
     const clang::DeclContext* dc = pending.back();
     pending.pop_back();
-    for (const clang::Decl* d : dc->decls()) {
-      if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) pending.push_back(ns);
-      const auto* var = llvm::dyn_cast<clang::VarDecl>(d);
-      if (!var || !in_main_file(context, var->getLocation())) continue;
-      for (const MslAttribute& a : msl_attributes(*var)) {
-        if (a.name != "function_constant") continue;
-        FunctionConstant c;
-        c.index = attribute_index(a).value_or(~0u);
-        c.name = var->getName().str();
-        c.type = metal_type_name(var->getType(), context);
-        c.line = line_of(var->getLocation());
-        constants.push_back(std::move(c));
-      }
-    }
+    for (const clang::Decl* d : dc->decls()) visit(d);
   }
   std::sort(constants.begin(), constants.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   return constants;

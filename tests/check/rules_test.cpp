@@ -1,12 +1,15 @@
 // Every Metal-subset rule of the checker (generator/check/rules.h): a small
 // MSL snippet that breaks it (the diagnostic's rule and line are asserted)
-// and a near miss that is valid Metal and passes clean.
+// and a near miss that is valid Metal and passes clean. Every snippet is
+// checked twice, with the precompiled stand-in and parsing the stand-in for
+// the file, and both must report the same, byte for byte.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "check/check.h"
 #include "check/rules.h"
+#include "result_text.h"
 
 namespace mfagen::check {
 namespace {
@@ -28,10 +31,24 @@ std::string dump(const CheckResult& r) {
   return out;
 }
 
+// The check of `source` with the precompiled stand-in (the default), after
+// asserting that the slow path (the stand-in parsed for this file) finds
+// exactly the same diagnostics, signatures and function constants.
+CheckResult check_both_ways(const std::string& source, std::string_view name) {
+  CheckResult fast = check_msl(source, name);
+  CheckOptions per_file;
+  per_file.precompiled_standin = false;
+  CheckResult slow = check_msl(source, name, per_file);
+  EXPECT_TRUE(fast.used_precompiled_standin) << name;
+  EXPECT_FALSE(slow.used_precompiled_standin) << name;
+  EXPECT_EQ(test::result_text(fast), test::result_text(slow)) << "precompiled stand-in vs per-file parse of " << name;
+  return fast;
+}
+
 // The source must give a diagnostic of `rule` on the line marked `// HERE`.
 void expect_rule(const std::string& body, std::string_view rule, const std::string& marker = "// HERE") {
   const std::string source = kHeader + body;
-  CheckResult r = check_msl(source, "snippet.metal");
+  CheckResult r = check_both_ways(source, "snippet.metal");
   unsigned line = line_of(source, marker);
   bool found = false;
   for (const Diagnostic& d : r.diagnostics)
@@ -40,7 +57,7 @@ void expect_rule(const std::string& body, std::string_view rule, const std::stri
 }
 
 void expect_clean(const std::string& body) {
-  CheckResult r = check_msl(kHeader + body, "near_miss.metal");
+  CheckResult r = check_both_ways(kHeader + body, "near_miss.metal");
   EXPECT_TRUE(r.ok()) << dump(r);
 }
 
@@ -334,7 +351,7 @@ TEST(CheckRules, ColumnsAreThoseOfTheOriginalText) {
   const std::string source = kHeader +
                              "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) "
                              "{ device float* p = out; double d = 1; out[i] = d; }\n";
-  CheckResult r = check_msl(source, "columns.metal");
+  CheckResult r = check_both_ways(source, "columns.metal");
   ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r);
   const std::string line3 = source.substr(source.find("kernel"));
   EXPECT_EQ(r.diagnostics[0].rule, rules::kDouble);
@@ -346,7 +363,7 @@ TEST(CheckRules, ClangErrorsKeepTheirLocation) {
   const std::string source = kHeader +
                              "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
                              "  out[i] = 1.0f\n}\n";
-  CheckResult r = check_msl(source, "broken.metal");
+  CheckResult r = check_both_ways(source, "broken.metal");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics[0].rule, rules::kCompileError);
   EXPECT_EQ(r.diagnostics[0].to_string(), "broken.metal:4:16: error: expected ';' after expression [compile-error]");
@@ -359,7 +376,7 @@ TEST(CheckRules, AddressSpaceMismatchIsAnError) {
                              "void store(device float* p) { p[0] = 1; }\n"
                              "kernel void k(device float* out [[buffer(0)]]) {\n"
                              "  threadgroup float tile[4];\n  store(tile);\n  out[0] = tile[0];\n}\n";
-  CheckResult r = check_msl(source, "spaces.metal");
+  CheckResult r = check_both_ways(source, "spaces.metal");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics[0].line, 6u) << dump(r);
   EXPECT_NE(r.diagnostics[0].message.find("threadgroup"), std::string::npos) << dump(r);
@@ -384,7 +401,7 @@ TEST(CheckSignatures, BuffersBuiltinsConstantsAndThreadgroupMemory) {
                              "  if (has_bias && is_function_constant_defined(has_bias)) scratch[lane] = 1;\n"
                              "  out[group.x] = a[lane] + float(b[0][0]) + tile_rows;\n"
                              "}\n";
-  CheckResult r = check_msl(source, "sig.metal");
+  CheckResult r = check_both_ways(source, "sig.metal");
   ASSERT_TRUE(r.ok()) << dump(r);
   ASSERT_EQ(r.kernels.size(), 1u);
   const KernelSignature& k = r.kernels[0];
@@ -519,7 +536,7 @@ TEST(CheckSignatures, TemplatedKernelsAreEntryPointsUnderTheirHostNames) {
                              "copy_n<float, 4>;\n"
                              "template [[host_name(\"copy_f16_2\")]] kernel void copy_n<half, 2>(device const half*, "
                              "device half*, uint);\n";
-  CheckResult r = check_msl(source, "templated.metal");
+  CheckResult r = check_both_ways(source, "templated.metal");
   ASSERT_TRUE(r.ok()) << dump(r);
   ASSERT_EQ(r.kernels.size(), 2u);
   EXPECT_EQ(r.kernels[0].name, "copy_f32_4");

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check/check.h"
@@ -20,6 +21,7 @@
 #include "emit/manifest.h"
 #include "plan/kernel_plan.h"
 #include "render/render_forward.h"
+#include "result_text.h"
 #include "spec/spec_parser.h"
 
 namespace mfagen::check {
@@ -100,6 +102,30 @@ TEST(CheckSpecs, EveryKernelOfSpecsIsCleanAndMatchesItsManifest) {
               "on %u threads\n",
               results.size(), serial / results.size() * 1e3, slowest * 1e3, serial, parallel_seconds,
               std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// The precompiled stand-in changes nothing but the time: every kernel's
+// diagnostics, signatures and function constants are those of the per-file
+// parse, byte for byte.
+TEST(CheckSpecs, PrecompiledStandinGivesTheSameResultsAsThePerFileParse) {
+  const Rendered& r = specs_kernels();
+  CheckOptions per_file;
+  per_file.precompiled_standin = false;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<CheckResult> slow = check_many(r.sources, per_file);
+  const auto middle = std::chrono::steady_clock::now();
+  const std::vector<CheckResult> fast = check_many(r.sources);
+  const auto end = std::chrono::steady_clock::now();
+  ASSERT_EQ(fast.size(), slow.size());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_TRUE(fast[i].used_precompiled_standin) << fast[i].file;
+    EXPECT_EQ(test::result_text(fast[i]), test::result_text(slow[i]));
+  }
+  std::printf("[ figures  ] %zu kernels of specs/ on %u threads: %.2f s parsing the stand-in per file, %.2f s with "
+              "it precompiled\n",
+              fast.size(), std::max(1u, std::thread::hardware_concurrency()),
+              std::chrono::duration<double>(middle - start).count(),
+              std::chrono::duration<double>(end - middle).count());
 }
 
 TEST(CheckSpecs, BackwardKernelsAreClean) {
