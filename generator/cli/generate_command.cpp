@@ -5,7 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
+#include <thread>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -48,6 +51,21 @@ bool contains(const std::vector<fs::path>& paths, const fs::path& p) {
   return false;
 }
 
+// Every plan rendered, on one thread per core (each kernel renders on its
+// own; the results keep the plans' order, so the output does not depend on
+// the thread count). A render error (a bug in mfagen) is rethrown here.
+std::vector<std::string> render_all(const std::vector<plan::KernelPlan>& plans) {
+  std::vector<std::string> sources(plans.size());
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::future<void>> parts;
+  for (size_t w = 0; w < workers; ++w)
+    parts.push_back(std::async(std::launch::async, [&, w] {
+      for (size_t i = w; i < plans.size(); i += workers) sources[i] = render::render_forward(plans[i]);
+    }));
+  for (std::future<void>& part : parts) part.get();
+  return sources;
+}
+
 int run_generate(const GenerateArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<fs::path> spec_files(args.specs.begin(), args.specs.end());
@@ -55,12 +73,12 @@ int run_generate(const GenerateArgs& args) {
   // Spec and Plan stages throw spec::SpecError (file, JSON path, message).
   std::vector<plan::KernelPlan> plans;
   for (const spec::KernelSpec& s : spec::load_spec_files(spec_files)) plans.push_back(plan::plan_kernel(s));
-  std::vector<std::string> sources;
-  for (const plan::KernelPlan& p : plans) sources.push_back(render::render_forward(p));
+  const std::vector<std::string> sources = render_all(plans);
+  const std::string manifest = emit::manifest_json(plans, sources);
   if (args.check) {  // Check stage: Metal rules and signatures vs the manifest, before anything is written
     std::vector<check::SourceFile> files;
     for (size_t i = 0; i < plans.size(); ++i) files.push_back({emit::kernel_file_name(plans[i]), sources[i]});
-    std::string findings = check::check_generated(files, emit::manifest_json(plans, sources));
+    std::string findings = check::check_generated(files, manifest);
     if (!findings.empty())
       throw std::runtime_error("generated kernels fail the Metal check (nothing was written):\n" + findings);
   }
@@ -69,7 +87,7 @@ int run_generate(const GenerateArgs& args) {
   if (!args.depfile.empty()) depfile = args.depfile;
   emit::EmitResult result;
   try {
-    result = emit::emit_kernels(plans, sources, args.out_dir, spec_files, depfile);
+    result = emit::emit_kernels(plans, sources, manifest, args.out_dir, spec_files, depfile);
   } catch (const std::system_error& e) {
     throw UserError(fmt::format("cannot write the output: {}", e.what()));
   }

@@ -55,7 +55,15 @@ EmitResult emit_kernels(const std::vector<plan::KernelPlan>& plans, const std::v
     throw std::invalid_argument(
         fmt::format("emit_kernels: {} plans but {} rendered sources", plans.size(), rendered_sources.size()));
   // Built before anything touches the disk: a failure here writes nothing.
-  const std::string manifest = manifest_json(plans, rendered_sources);
+  return emit_kernels(plans, rendered_sources, manifest_json(plans, rendered_sources), out_dir, spec_files, depfile);
+}
+
+EmitResult emit_kernels(const std::vector<plan::KernelPlan>& plans, const std::vector<std::string>& rendered_sources,
+                        const std::string& manifest, const fs::path& out_dir, const std::vector<fs::path>& spec_files,
+                        std::optional<fs::path> depfile) {
+  if (plans.size() != rendered_sources.size())
+    throw std::invalid_argument(
+        fmt::format("emit_kernels: {} plans but {} rendered sources", plans.size(), rendered_sources.size()));
   const fs::path manifest_path = (out_dir / "manifest.json").lexically_normal();
 
   EmitResult result;

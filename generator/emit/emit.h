@@ -25,5 +25,11 @@ struct EmitResult {
 EmitResult emit_kernels(const std::vector<plan::KernelPlan>& plans, const std::vector<std::string>& rendered_sources,
                         const std::filesystem::path& out_dir, const std::vector<std::filesystem::path>& spec_files,
                         std::optional<std::filesystem::path> depfile);
+// The same with manifest_json(plans, rendered_sources) already made (the
+// check stage needs it first; a thousand kernels take a noticeable time).
+EmitResult emit_kernels(const std::vector<plan::KernelPlan>& plans, const std::vector<std::string>& rendered_sources,
+                        const std::string& manifest, const std::filesystem::path& out_dir,
+                        const std::vector<std::filesystem::path>& spec_files,
+                        std::optional<std::filesystem::path> depfile);
 
 }  // namespace mfagen::emit

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <kainjow/mustache.hpp>
+#include <map>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -97,20 +99,27 @@ std::string expand_partials(std::string_view text, int depth = 0) {
 
 }  // namespace
 
-std::string render_template(std::string_view name, const TemplateValues& values) {
-  return render_template_text(expand_partials(template_text(name)), values, name);
-}
+namespace {
 
-std::string render_template_text(std::string_view text, const TemplateValues& values, std::string_view name) {
+// A template ready to render: its standalone tag lines marked and the names
+// its tags use.
+struct PreparedTemplate {
+  std::string marked;
+  std::set<std::string, std::less<>> tags;
+};
+
+PreparedTemplate prepare(std::string_view text, std::string_view name) {
   if (text.find(kStandaloneMark) != std::string_view::npos)
     throw std::logic_error(fmt::format("template {}: contains the control character \\x01, which the engine reserves "
                                        "to mark standalone tag lines",
                                        name));
-  const auto names = tag_names(text);
-  for (const std::string& tag : names)
-    if (!values.contains(tag)) throw std::logic_error(fmt::format("template {}: no value for {{{{{}}}}}", name, tag));
+  return {mark_standalone_tag_lines(text), tag_names(text)};
+}
 
-  kainjow::mustache::mustache engine{mark_standalone_tag_lines(text)};
+std::string render_prepared(const PreparedTemplate& t, const TemplateValues& values, std::string_view name) {
+  for (const std::string& tag : t.tags)
+    if (!values.contains(tag)) throw std::logic_error(fmt::format("template {}: no value for {{{{{}}}}}", name, tag));
+  kainjow::mustache::mustache engine{t.marked};
   if (!engine.is_valid()) throw std::logic_error(fmt::format("template {}: {}", name, engine.error_message()));
   engine.set_custom_escape([](const std::string& s) { return s; });
   kainjow::mustache::data data;
@@ -125,12 +134,38 @@ std::string render_template_text(std::string_view text, const TemplateValues& va
   return drop_marked_lines(out, name);
 }
 
-std::string template_version(std::string_view name) {
+// Per embedded template, computed once: the templates are compiled in, and
+// expanding, marking and hashing them per kernel was a large part of
+// generating a thousand kernels.
+struct EmbeddedTemplate {
+  PreparedTemplate prepared;
+  std::string version;
+};
+
+const EmbeddedTemplate& embedded(std::string_view name) {
+  static std::mutex mutex;
+  static std::map<std::string, EmbeddedTemplate, std::less<>> cache;  // node-based: references stay valid
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(name); it != cache.end()) return it->second;
+  const std::string text = expand_partials(template_text(name));
   // 64-bit FNV-1a of the text: changes whenever the template does.
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : expand_partials(template_text(name))) h = (h ^ c) * 0x100000001b3ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
   std::string_view stem = name.substr(0, name.find('.'));
-  return fmt::format("{}-{:08x}", stem, uint32_t(h >> 32));
+  EmbeddedTemplate t{prepare(text, name), fmt::format("{}-{:08x}", stem, uint32_t(h >> 32))};
+  return cache.emplace(std::string(name), std::move(t)).first->second;
 }
+
+}  // namespace
+
+std::string render_template(std::string_view name, const TemplateValues& values) {
+  return render_prepared(embedded(name).prepared, values, name);
+}
+
+std::string render_template_text(std::string_view text, const TemplateValues& values, std::string_view name) {
+  return render_prepared(prepare(text, name), values, name);
+}
+
+std::string template_version(std::string_view name) { return embedded(name).version; }
 
 }  // namespace mfagen::render
