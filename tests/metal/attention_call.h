@@ -1,6 +1,8 @@
-// One attention call of a generated kernel with seeded inputs for every
-// buffer its plan lists (features included), and the float64 problem those
-// inputs describe, for the Metal backend tests.
+// A selftest case (generator/selftest) as buffers for one kernel of it: the
+// case's seeded inputs (selftest::make_inputs) bound by index, with out and
+// lse of the same math in the input dtype for a backward kernel, and every
+// output zero-filled at its planned size. For the Metal backend tests, which
+// compare the bytes each backend and path writes.
 #pragma once
 
 #include <cstddef>
@@ -8,29 +10,23 @@
 #include <map>
 #include <vector>
 
-#include "attention_problem.h"
-#include "dtype_rounding.h"
 #include "mfagen/backend.h"
 #include "mfagen/library.h"
+#include "selftest/selftest_case.h"
 
 namespace mfagen::test {
 
 struct AttentionCall {
   ForwardCall call;
-  reference::AttentionProblem problem;  // q, k, v and the features, in float64
-  reference::ElementType type{};
-  std::vector<double> d_out;            // backward kernels: dO
   std::map<uint32_t, std::vector<std::byte>> inputs;  // by buffer index; outputs zero-filled
 };
 
-// A call of `kernel` with seq_q queries (decode kernels: at most 16) and
-// seq_k keys; GQA kernels get 4 query heads on 2 KV heads.
-AttentionCall make_call(const KernelEntry& kernel, uint64_t seq_q, uint64_t seq_k, uint64_t seed);
+AttentionCall make_call(const selftest::SelftestCase& c, const KernelEntry& kernel);
 
-// Fresh copies of the call's buffers, as TensorMap spans into `storage`.
+// A case for `kernel` at `shape` with the selftest's default runtime values.
+selftest::SelftestCase case_for(const spec::KernelSpec& kernel, const AttentionShape& shape);
+
+// Spans into `storage`, by buffer index.
 TensorMap bind(std::map<uint32_t, std::vector<std::byte>>& storage);
-
-// A kernel buffer of `type` elements widened exactly to float.
-std::vector<float> widen(const std::vector<std::byte>& bytes, reference::ElementType type);
 
 }  // namespace mfagen::test

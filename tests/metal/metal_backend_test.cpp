@@ -1,28 +1,30 @@
 // The Metal backend's own code (runtime/backends/metal/metal_backend.cpp),
-// unchanged, on the metal-cpp stand-in: every kernel kind and feature through
-// run() (LaunchPlan and DispatchPlan) and through prepare() + encode() into
-// an app's command buffer, bit-identical to the cpu backend and within the
-// tolerance of the float64 reference; the pipeline cache; clear errors.
+// unchanged, on the metal-cpp stand-in: every case of the selftest matrix
+// (every kernel kind and feature) judged against the float64 reference
+// through the Metal backend, and each case's kernel through run()
+// (LaunchPlan and DispatchPlan) and prepare() + encode() into an app's
+// command buffer, bit-identical to the cpu backend; the pipeline cache;
+// clear errors.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
 
-#include "attention_backward_reference.h"
 #include "attention_call.h"
-#include "attention_reference.h"
 #include "generated_manifest.h"
-#include "gradient_tolerance.h"
-#include <nlohmann/json.hpp>
-
 #include "mfagen/call_trace.h"
 #include "mfagen/cpu_backend.h"
 #include "mfagen/metal_backend.h"
 #include "mfagen/metal_cpp_standin.h"
-#include "tolerance.h"
+#include "selftest/builtin_matrix.h"
+#include "selftest/case_kernels.h"
+#include "selftest/generated_kernels.h"
+#include "selftest/kernel_query.h"
+#include "selftest/run_case.h"
+#include "spec/spec_parser.h"
 
 namespace mfagen {
 namespace {
@@ -30,36 +32,36 @@ namespace {
 namespace fs = std::filesystem;
 using Storage = std::map<uint32_t, std::vector<std::byte>>;
 
-// Every kind and feature of the contract, small enough to run in seconds.
-constexpr const char* kSpecs = R"({"kernels": [
-  {"dtype": "float16", "head_dim": 32, "causal": ["none", "bottom_right"]},
-  {"dtype": "bfloat16", "head_dim": 64, "causal": "top_left", "window": true, "softcap": true, "alibi": true},
-  {"dtype": "float32", "head_dim": 32, "mask": "bool"},
-  {"dtype": "float16", "head_dim": 32, "head_dim_v": 64, "mask": "additive", "gqa": false},
-  {"kind": "decode", "dtype": "float16", "head_dim": 64, "causal": "bottom_right"},
-  {"kind": "decode", "dtype": "bfloat16", "head_dim": 32, "softcap": true, "alibi": true},
-  {"kind": "backward", "dtype": "float16", "head_dim": 32, "causal": "bottom_right"},
-  {"kind": "backward", "dtype": "float32", "head_dim": 32, "window": true, "alibi": true}]})";
-
+// The selftest's full matrix: every dtype and causal mode, GQA, each
+// feature, decode and backward, at small ragged shapes.
 class MetalBackendOnStandIn : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() / ("mfagen_metal_backend_" + std::to_string(::getpid())));
-    fs::remove_all(*dir_);
-    library_ = new Library(Library::load(test::generate_into(kSpecs, *dir_)));
+    cases_ = new std::vector<selftest::SelftestCase>(selftest::builtin_matrix(selftest::MatrixSize::full));
+    kernels_ = new selftest::GeneratedKernels(selftest::kernels_of(*cases_), "mfagen_metal_backend");
   }
   static void TearDownTestSuite() {
-    delete library_;
-    fs::remove_all(*dir_);
-    delete dir_;
+    delete kernels_;
+    delete cases_;
   }
-  static uint64_t seq_q_for(const KernelEntry& k) { return k.info.decode ? 3 : k.info.backward ? 29 : 37; }
+  static const Library& library() { return kernels_->library(); }
+  // The kernel a case itself names (for a backward case, its gradients).
+  static const KernelEntry& kernel_of(const selftest::SelftestCase& c) {
+    const bool backward = c.kernel.kind == spec::Kind::backward;
+    return selftest::select_named(
+        library(),
+        selftest::query_for_kernel(c.kernel, c.shape, backward ? KernelKind::backward : KernelKind::forward,
+                                   !backward && c.kernel.lse),
+        c.kernel.name);
+  }
+  // The first case and its kernel, for the tests of one call.
+  static const selftest::SelftestCase& first_case() { return cases_->front(); }
 
-  static fs::path* dir_;
-  static Library* library_;
+  static std::vector<selftest::SelftestCase>* cases_;
+  static selftest::GeneratedKernels* kernels_;
 };
-fs::path* MetalBackendOnStandIn::dir_ = nullptr;
-Library* MetalBackendOnStandIn::library_ = nullptr;
+std::vector<selftest::SelftestCase>* MetalBackendOnStandIn::cases_ = nullptr;
+selftest::GeneratedKernels* MetalBackendOnStandIn::kernels_ = nullptr;
 
 // prepare() + encode() as an app does it: its own device objects, shared
 // buffers for the tensors, private scratch buffers at the plan's sizes.
@@ -92,45 +94,27 @@ void encode_into_app_buffers(MetalBackend& backend, const Library& library, cons
     if (b) b->release();
 }
 
-void expect_within_reference(const KernelEntry& kernel, const test::AttentionCall& c, Storage& result) {
-  const reference::AttentionProblem& p = c.problem;
-  if (kernel.info.backward) {
-    const auto ref = reference::reference_attention_backward(p, c.d_out);
-    const auto naive = reference::naive_attention_backward_in_dtype(p, c.d_out, c.type);
-    EXPECT_TRUE(reference::check_gradient(test::widen(result[kBackwardDq], c.type), ref.dq, naive.dq, c.type, "dq",
-                                          {1, p.heads_q, p.seq_q, p.head_dim}).ok);
-    EXPECT_TRUE(reference::check_gradient(test::widen(result[kBackwardDk], c.type), ref.dk, naive.dk, c.type, "dk",
-                                          {1, p.heads_kv, p.seq_k, p.head_dim}).ok);
-    EXPECT_TRUE(reference::check_gradient(test::widen(result[kBackwardDv], c.type), ref.dv, naive.dv, c.type, "dv",
-                                          {1, p.heads_kv, p.seq_k, p.head_dim_v}).ok);
-    return;
-  }
-  const auto expected = reference::reference_attention(p);
-  const auto verdict = reference::check_output(test::widen(result[kForwardOut], c.type), expected,
-                                               reference::naive_attention_in_dtype(p, c.type), c.type, p);
-  EXPECT_TRUE(verdict.ok) << verdict.detail;
-  if (kernel.info.lse) {
-    const std::vector<float> lse = test::widen(result[kForwardLse], reference::ElementType::float32);
-    EXPECT_TRUE(reference::check_lse(lse, expected, p).ok);
-  }
-}
-
 TEST_F(MetalBackendOnStandIn, EveryKindAndFeatureMatchesTheCpuBackendBitForBit) {
   CpuBackend cpu;
   MetalBackend metal;
   ASSERT_EQ(metal.name(), "metal");
   EXPECT_FALSE(metal.measures_gpu_time()) << "the stand-in times an emulation, not a GPU";
-  uint64_t seed = 100;
-  for (const KernelEntry& kernel : library_->kernels()) {
-    SCOPED_TRACE(kernel.name);
-    const test::AttentionCall c = test::make_call(kernel, seq_q_for(kernel), 45, seed += 10);
-    const LaunchPlan plan = Library::launch_plan(kernel, c.call);
-    Storage on_cpu = c.inputs, on_metal = c.inputs, on_metal_dispatch = c.inputs, encoded = c.inputs;
-    cpu.run(*library_, kernel, plan, test::bind(on_cpu));
-    metal.run(*library_, kernel, plan, test::bind(on_metal));
-    metal.run(*library_, kernel, Library::plan(kernel, c.call), test::bind(on_metal_dispatch));
-    metal.prepare(*library_);
-    encode_into_app_buffers(metal, *library_, kernel, plan, encoded);
+  metal.prepare(library());
+  for (const selftest::SelftestCase& c : *cases_) {
+    SCOPED_TRACE(c.name);
+    // Judged against the float64 reference as `mfagen selftest --backend metal` judges it.
+    const selftest::CaseResult judged = selftest::run_case(c, library(), metal);
+    EXPECT_TRUE(judged.passed()) << judged.error;
+    for (const selftest::Check& check : judged.checks) EXPECT_TRUE(check.ok) << check.tensor << ": " << check.detail;
+
+    const KernelEntry& kernel = kernel_of(c);
+    const test::AttentionCall call = test::make_call(c, kernel);
+    const LaunchPlan plan = Library::launch_plan(kernel, call.call);
+    Storage on_cpu = call.inputs, on_metal = call.inputs, on_metal_dispatch = call.inputs, encoded = call.inputs;
+    cpu.run(library(), kernel, plan, test::bind(on_cpu));
+    metal.run(library(), kernel, plan, test::bind(on_metal));
+    metal.run(library(), kernel, Library::plan(kernel, call.call), test::bind(on_metal_dispatch));
+    encode_into_app_buffers(metal, library(), kernel, plan, encoded);
     for (const LaunchPlan::Buffer& b : plan.buffers()) {
       if (!b.written || b.scratch) continue;
       EXPECT_TRUE(on_metal[b.index] == on_cpu[b.index]) << "run(LaunchPlan), buffer " << b.name;
@@ -138,7 +122,6 @@ TEST_F(MetalBackendOnStandIn, EveryKindAndFeatureMatchesTheCpuBackendBitForBit) 
       EXPECT_TRUE(encoded[b.index] == on_cpu[b.index]) << "prepare + encode, buffer " << b.name;
     }
     EXPECT_EQ(plan.launch_count, kernel.info.backward ? 3u : kernel.info.decode ? 2u : 1u);
-    expect_within_reference(kernel, c, on_metal);
   }
 }
 
@@ -146,34 +129,34 @@ TEST_F(MetalBackendOnStandIn, EveryPathCountsItsCallsInTheTrace) {
   set_call_trace_enabled(true);
   reset_call_statistics();
   MetalBackend metal;
-  const KernelEntry& kernel = library_->kernels().at(0);
-  const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+  const KernelEntry& kernel = kernel_of(first_case());
+  const test::AttentionCall c = test::make_call(first_case(), kernel);
   Storage a = c.inputs, b = c.inputs, encoded = c.inputs;
-  metal.run(*library_, kernel, Library::launch_plan(kernel, c.call), test::bind(a));
-  metal.run(*library_, kernel, Library::plan(kernel, c.call), test::bind(b));
-  encode_into_app_buffers(metal, *library_, kernel, Library::launch_plan(kernel, c.call), encoded);
+  metal.run(library(), kernel, Library::launch_plan(kernel, c.call), test::bind(a));
+  metal.run(library(), kernel, Library::plan(kernel, c.call), test::bind(b));
+  encode_into_app_buffers(metal, library(), kernel, Library::launch_plan(kernel, c.call), encoded);
   const CallStatistics stats = call_statistics();
   set_call_trace_enabled(false);
   ASSERT_EQ(stats.counts.size(), 1u);
   const CallCount& count = stats.counts[0];
   EXPECT_EQ(count.kernel, kernel.name);
   EXPECT_EQ(count.backend, "metal");
-  EXPECT_EQ(count.seq_q, 20u);
-  EXPECT_EQ(count.seq_k, 30u);
+  EXPECT_EQ(count.seq_q, first_case().shape.seq_q);
+  EXPECT_EQ(count.seq_k, first_case().shape.seq_k);
   EXPECT_EQ(count.calls, 3u) << "run(LaunchPlan), run(DispatchPlan), encode: one count each";
 }
 
 TEST_F(MetalBackendOnStandIn, ASecondCallCompilesAndBuildsNothing) {
   MetalBackend metal;
-  const KernelEntry& kernel = library_->kernels().at(0);
-  const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+  const KernelEntry& kernel = kernel_of(first_case());
+  const test::AttentionCall c = test::make_call(first_case(), kernel);
   const LaunchPlan plan = Library::launch_plan(kernel, c.call);
   Storage first = c.inputs, second = c.inputs;
-  metal.run(*library_, kernel, plan, test::bind(first));
+  metal.run(library(), kernel, plan, test::bind(first));
   const metal_standin::DeviceCounters after_first = metal_standin::counters(metal.device());
   EXPECT_EQ(after_first.libraries_compiled, 1u);
   EXPECT_EQ(after_first.pipelines_built, 1u);
-  metal.run(*library_, kernel, plan, test::bind(second));
+  metal.run(library(), kernel, plan, test::bind(second));
   const metal_standin::DeviceCounters after_second = metal_standin::counters(metal.device());
   EXPECT_EQ(after_second.libraries_compiled, 1u);
   EXPECT_EQ(after_second.pipelines_built, 1u);
@@ -182,13 +165,13 @@ TEST_F(MetalBackendOnStandIn, ASecondCallCompilesAndBuildsNothing) {
 
   // prepare() builds every kernel's pipelines once: one library per kernel
   // file, one pipeline per launch; then nothing more.
-  metal.prepare(*library_);
+  metal.prepare(library());
   const metal_standin::DeviceCounters prepared = metal_standin::counters(metal.device());
   uint64_t launches = 0;
-  for (const KernelEntry& k : library_->kernels()) launches += k.entries.size();
-  EXPECT_EQ(prepared.libraries_compiled, library_->kernels().size());
+  for (const KernelEntry& k : library().kernels()) launches += k.entries.size();
+  EXPECT_EQ(prepared.libraries_compiled, library().kernels().size());
   EXPECT_EQ(prepared.pipelines_built, launches);
-  metal.prepare(*library_);
+  metal.prepare(library());
   EXPECT_EQ(metal_standin::counters(metal.device()).pipelines_built, launches);
 }
 
@@ -198,12 +181,12 @@ TEST_F(MetalBackendOnStandIn, AKernelNeedingMoreThreadsThanTheDeviceAllowsIsRefu
   MTL::Device* device = metal_standin::create_device(small);
   MetalBackend metal(device);
   device->release();  // the backend holds its own reference
-  const KernelEntry& kernel = library_->kernels().at(0);
+  const KernelEntry& kernel = kernel_of(first_case());
   ASSERT_GT(kernel.info.threads, 32u);
-  const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+  const test::AttentionCall c = test::make_call(first_case(), kernel);
   Storage tensors = c.inputs;
   try {
-    metal.run(*library_, kernel, Library::launch_plan(kernel, c.call), test::bind(tensors));
+    metal.run(library(), kernel, Library::launch_plan(kernel, c.call), test::bind(tensors));
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("allows 32 threads per threadgroup"), std::string::npos) << e.what();
@@ -213,20 +196,22 @@ TEST_F(MetalBackendOnStandIn, AKernelNeedingMoreThreadsThanTheDeviceAllowsIsRefu
 TEST_F(MetalBackendOnStandIn, PipelinesAreKeyedByEntryAndFunctionConstantValues) {
   // Two manifests naming one kernel file, differing only in a function
   // constant's value (generated kernels declare none; apps' manifests may).
-  std::ifstream in(*dir_ / "manifest.json");
+  std::ifstream in(kernels_->directory() / "manifest.json");
   const nlohmann::json original = nlohmann::json::parse(in);
   std::vector<Library> libraries;
   for (int value : {1, 2}) {
     nlohmann::json manifest = original;
-    nlohmann::json kernel = original["kernels"][0];
+    nlohmann::json kernel;
+    for (const nlohmann::json& k : original["kernels"])
+      if (k["name"] == kernel_of(first_case()).name) kernel = k;
     kernel["function_constants"] = {{{"index", 0}, {"name", "kVariant"}, {"type", "int"}, {"value", value}}};
     manifest["kernels"] = nlohmann::json::array({kernel});
-    libraries.push_back(Library::load_from_memory(manifest.dump(), *dir_));
+    libraries.push_back(Library::load_from_memory(manifest.dump(), kernels_->directory()));
   }
   MetalBackend metal;
   auto run = [&](const Library& library) {
     const KernelEntry& kernel = library.kernels().at(0);
-    const test::AttentionCall c = test::make_call(kernel, 20, 30, 7);
+    const test::AttentionCall c = test::make_call(first_case(), kernel);
     Storage tensors = c.inputs;
     metal.run(library, kernel, Library::launch_plan(kernel, c.call), test::bind(tensors));
   };
@@ -244,13 +229,15 @@ class BrokenLibrary : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("mfagen_metal_broken_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
-    manifest_ = test::generate_into(R"({"kernels": [{"dtype": "float16", "head_dim": 32}]})", dir_);
+    const char* spec = R"({"kernels": [{"dtype": "float16", "head_dim": 32}]})";
+    manifest_ = test::generate_into(spec, dir_);
+    case_ = test::case_for(spec::parse_spec_text(spec, "broken.json").at(0), {1, 2, 1, 8, 8});
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string run_error() {
     const Library library = Library::load(manifest_);
     const KernelEntry& kernel = library.kernels().at(0);
-    const test::AttentionCall c = test::make_call(kernel, 8, 8, 1);
+    const test::AttentionCall c = test::make_call(case_, kernel);
     Storage tensors = c.inputs;
     MetalBackend metal;
     try {
@@ -266,6 +253,7 @@ class BrokenLibrary : public ::testing::Test {
     return {};
   }
   fs::path dir_, manifest_;
+  selftest::SelftestCase case_;
 };
 
 TEST_F(BrokenLibrary, AMissingKernelFileNamesTheFile) {
