@@ -1,7 +1,7 @@
 // manifest.json as apps load it (Library::load_from_memory): a bad manifest
 // is a ManifestError; a loaded one answers selection and plans every kernel
 // for a small call (or refuses the call with a DispatchError).
-#include "../targets/fuzz_support.h"
+#include "fuzz_support.h"
 #include "mfagen/library.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

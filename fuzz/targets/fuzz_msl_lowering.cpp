@@ -2,7 +2,7 @@
 // does: the checker's position-preserving lowering (which reports lexical
 // findings and never throws) and the cpu backend's token lowering (which
 // refuses what it cannot lower with a CompileError).
-#include "../targets/fuzz_support.h"
+#include "fuzz_support.h"
 #include "check/lowering.h"
 #include "msl_lowering.h"
 

@@ -3,7 +3,7 @@
 // asks for.
 #include <span>
 
-#include "../targets/fuzz_support.h"
+#include "fuzz_support.h"
 #include "io/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // Spec files: JSON parsing, validation and list expansion
 // (generator/spec). A bad spec is a SpecError naming the file.
-#include "../targets/fuzz_support.h"
+#include "fuzz_support.h"
 #include "spec/canonical.h"
 #include "spec/kernel_spec.h"
 #include "spec/spec_parser.h"

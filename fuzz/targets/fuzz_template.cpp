@@ -2,7 +2,7 @@
 // template it cannot render is a std::logic_error naming the template.
 #include <stdexcept>
 
-#include "../targets/fuzz_support.h"
+#include "fuzz_support.h"
 #include "render/template_engine.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
