@@ -34,6 +34,7 @@ AttentionGradients backward(const AttentionProblem& p, const std::vector<double>
   g.dq.assign(p.q.size(), 0.0);
   g.dk.assign(p.k.size(), 0.0);
   g.dv.assign(p.v.size(), 0.0);
+  g.d_sinks.assign(p.sinks.size(), 0.0);
   const int64_t offset = query_offset(p);
   for (uint64_t b = 0; b < p.batch; ++b)
     for (uint64_t h = 0; h < p.heads_q; ++h) {
@@ -47,6 +48,8 @@ AttentionGradients backward(const AttentionProblem& p, const std::vector<double>
         double d_row = 0;  // D_i = sum_d dO[i,d] out[i,d]
         for (uint64_t d = 0; d < Dv; ++d)
           d_row = r(d_row + r(d_out[qi(b, h, i) * Dv + d] * forward.out[qi(b, h, i) * Dv + d]));
+        if (!p.sinks.empty())  // the sink column's dS: P_sink * (0 - D_i)
+          g.d_sinks[h] = r(g.d_sinks[h] - r(r(std::exp(r(r(p.sinks[h]) - lse))) * d_row));
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (!key_visible(p, b, h, i, j)) continue;
           double dot = 0;

@@ -14,6 +14,7 @@ struct AttentionGradients {
   std::vector<double> dq;  // (B, Hq, Sq, D)
   std::vector<double> dk;  // (B, Hkv, Sk, D)
   std::vector<double> dv;  // (B, Hkv, Sk, Dv)
+  std::vector<double> d_sinks;  // (Hq,) when the problem has sinks, else empty
 };
 
 // In float64: D_i = sum_d dO[i,d] out[i,d]; P = exp(s - lse); dV = P^T dO;
@@ -21,6 +22,9 @@ struct AttentionGradients {
 // cap)); dQ = scale * dZ K; dK = scale * dZ^T Q; GQA sums dK and dV over the
 // query heads of a group. Rows with no visible key contribute nothing (their
 // dQ is 0). Masks and ALiBi are constants: no gradient flows into them.
+// Sinks: P and lse include the sink column, which has no value (its dP is 0),
+// so dS of the keys is unchanged and d_sinks[h] = -sum_{b,i} exp(sink_h -
+// lse) * D_i (DESIGN.md section 13).
 AttentionGradients reference_attention_backward(const AttentionProblem& p, const std::vector<double>& d_out);
 
 // The same math with every operation rounded to `type` (float32: float

@@ -26,6 +26,10 @@ struct AttentionProblem {
   std::vector<uint8_t> bool_mask;      // nonzero = visible
   std::vector<double> additive_mask;   // added to s; -inf hides the key
   std::array<uint64_t, 4> mask_shape{};
+  // Attention sinks (DESIGN.md section 13): empty, or heads_q logits (finite
+  // or -inf), each one more softmax column of every row of its head, never
+  // scaled, masked or given a value.
+  std::vector<double> sinks;
 
   // (B,Hq,Sq,D), (B,Hkv,Sk,D), (B,Hkv,Sk,Dv), already rounded to the input dtype.
   std::vector<double> q, k, v;
@@ -33,7 +37,8 @@ struct AttentionProblem {
 
 struct AttentionResult {
   std::vector<double> out;  // (B, Hq, Sq, Dv)
-  std::vector<double> lse;  // (B, Hq, Sq), natural log; -inf for rows without visible keys (their out row is exactly 0)
+  std::vector<double> lse;  // (B, Hq, Sq), natural log; -inf for rows without visible keys (their out row is exactly 0;
+                            // with sinks their lse is the head's sink logit)
 };
 
 }  // namespace mfagen::reference

@@ -86,6 +86,9 @@ void validate(const AttentionProblem& p) {
   require(p.alibi_slopes.empty() || p.alibi_slopes.size() == p.heads_q || p.alibi_slopes.size() == p.batch * p.heads_q,
           "alibi_slopes needs heads_q or batch*heads_q values, has " + std::to_string(p.alibi_slopes.size()));
   require_finite("alibi_slopes", p.alibi_slopes);
+  require(p.sinks.empty() || p.sinks.size() == p.heads_q,
+          "sinks needs heads_q values, has " + std::to_string(p.sinks.size()));
+  for (double x : p.sinks) require(std::isfinite(x) || x == -kInfinity, "sinks holds NaN or +inf");
   if (has_mask(p)) {
     const std::array<uint64_t, 4> full = {p.batch, p.heads_q, p.seq_q, p.seq_k};
     for (int dim = 0; dim < 4; ++dim) {
@@ -154,14 +157,19 @@ AttentionResult reference_attention(const AttentionProblem& p) {
           if (!p.additive_mask.empty()) logit += p.additive_mask[mask_index(p, b, h, i, j)];
           s[j] = logit;
         }
-        if (!any_visible) continue;  // out row stays exactly 0, lse stays -inf
+        // The sink is one more softmax column, with no value: it only adds to the sum.
+        const double sink = p.sinks.empty() ? -kInfinity : p.sinks[h];
+        if (!any_visible) {  // out row stays exactly 0, lse stays -inf (or is the sink)
+          result.lse[row_index(p, b, h, i)] = sink;
+          continue;
+        }
 
         // Softmax over the visible keys, with the max subtracted so exp cannot overflow.
-        double max = -kInfinity;
+        double max = sink;
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (visible[j]) max = std::max(max, s[j]);
         }
-        double sum = 0;
+        double sum = std::exp(sink - max);
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (visible[j]) sum += std::exp(s[j] - max);
         }
@@ -227,13 +235,17 @@ AttentionResult naive_attention_in_dtype(const AttentionProblem& p, ElementType 
           if (!p.additive_mask.empty()) logit = r(logit + p.additive_mask[mask_index(p, b, h, i, j)]);
           s[j] = logit;
         }
-        if (!any_visible) continue;
+        const double sink = p.sinks.empty() ? -kInfinity : r(p.sinks[h]);
+        if (!any_visible) {
+          result.lse[row_index(p, b, h, i)] = sink;
+          continue;
+        }
 
-        double max = -kInfinity;
+        double max = sink;
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (visible[j]) max = std::max(max, s[j]);
         }
-        double sum = 0;
+        double sum = r(std::exp(r(sink - max)));
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (!visible[j]) continue;
           e[j] = r(std::exp(r(s[j] - max)));

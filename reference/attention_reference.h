@@ -13,7 +13,8 @@ namespace mfagen::reference {
 // Throws std::invalid_argument saying what is inconsistent: tensor sizes that
 // do not match the shape, Hq not a multiple of Hkv, a mask dim that is neither
 // 1 nor full, a wrong number of ALiBi slopes, non-finite inputs, an additive
-// mask holding NaN or +inf, a window side below -1, a negative softcap.
+// mask holding NaN or +inf, a window side below -1, a negative softcap, a
+// wrong number of sink logits or one that is NaN or +inf.
 void validate(const AttentionProblem& problem);
 
 // The scale actually used: problem.scale, or 1/sqrt(head_dim) when it is 0.

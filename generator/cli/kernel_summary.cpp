@@ -29,6 +29,7 @@ TextRow kernel_summary(const nlohmann::json& s, const nlohmann::json& dispatch) 
   if (s.at("mask").get<std::string>() != "none") extras += " mask=" + s.at("mask").get<std::string>();
   for (const char* flag : {"window", "softcap", "alibi"})
     if (s.at(flag).get<bool>()) extras += std::string(" ") + flag;
+  if (s.value("sinks", false)) extras += " sinks";  // serving features are in a spec only when on
   return {
       s.at("name").get<std::string>(),
       s.at("kind").get<std::string>(),

@@ -30,6 +30,8 @@
 #include "plan/kernel_plan.h"
 #include "run_feature_inputs.h"
 #include "session/kernel_selection.h"
+#include "session/packed_sequences.h"
+#include "session/sink_logits.h"
 #include "session/spec_library.h"
 #include "spec/spec_parser.h"
 #include "session/tensor_encoding.h"
@@ -44,7 +46,7 @@ namespace {
 
 struct RunArgs {
   std::string spec;
-  std::string q, k, v, mask, alibi_slopes, d_out;
+  std::string q, k, v, mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, d_out;
   std::optional<double> scale, softcap;
   std::optional<int64_t> window_left, window_right;
   std::string dtype, causal;
@@ -53,19 +55,22 @@ struct RunArgs {
   bool no_detectors = false;
 };
 
-// One input tensor: its file, values and (B, H, S, D) shape.
+// One input tensor: its file, values and (B, H, S, D) shape, or (T, H, D)
+// for the packed sequences of a varlen call.
 struct InputTensor {
   std::string what;  // "--q q.npy"
   std::vector<uint64_t> shape;
   std::vector<double> values;
 };
 
-InputTensor read_input(const std::string& option, const std::string& file) {
+InputTensor read_input(const std::string& option, const std::string& file, bool packed) {
   InputTensor t;
   t.what = fmt::format("{} {}", option, file);
   io::NpyArray array = io::read_npy(file);
-  if (array.shape.size() != 4)
-    throw UserError(fmt::format("{}: expected a 4-d (batch, heads, seq, dim) array, found shape {}", t.what,
+  if (array.shape.size() != (packed ? 3u : 4u))
+    throw UserError(fmt::format("{}: expected a {} array, found shape {}", t.what,
+                                packed ? "3-d (total rows, heads, dim) packed (--cu-seqlens-q/k are given)"
+                                       : "4-d (batch, heads, seq, dim)",
                                 io::shape_repr(array.shape)));
   for (uint64_t extent : array.shape)
     if (extent == 0) throw UserError(fmt::format("{}: shape {} has an empty dimension", t.what, io::shape_repr(array.shape)));
@@ -98,28 +103,39 @@ int run(const RunArgs& args) {
   // On disk, as an app vendors them: the Metal backend reads the kernel files.
   const io::TempDirectory kernels("mfagen-run-");
   const session::SpecLibrary set = session::SpecLibrary::from_spec_files({args.spec}, kernels.path() / "set");
-  const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
-  require_same(q, 0, k, 0, "the batch sizes");
-  require_same(k, 0, v, 0, "the batch sizes");
+  // Packed sequences (layout varlen) when their boundaries are given.
+  const bool packed = !args.cu_seqlens_q.empty() || !args.cu_seqlens_k.empty();
+  const InputTensor q = read_input("--q", args.q, packed), k = read_input("--k", args.k, packed),
+                    v = read_input("--v", args.v, packed);
+  const size_t dim = packed ? 2 : 3;  // the head dim's axis
+  if (!packed) {
+    require_same(q, 0, k, 0, "the batch sizes");
+    require_same(k, 0, v, 0, "the batch sizes");
+  }
   require_same(k, 1, v, 1, "the kv head counts");
-  require_same(k, 2, v, 2, "the key sequence lengths");
-  require_same(q, 3, k, 3, "head_dim (the last dimension of q and k)");
+  require_same(k, dim - 1, v, dim - 1, packed ? "the packed key rows" : "the key sequence lengths");
+  require_same(q, dim, k, dim, "head_dim (the last dimension of q and k)");
   if (q.shape[1] % k.shape[1] != 0)
     throw UserError(fmt::format("{} has {} heads and {} has {}: the q heads must be a multiple of the kv heads",
                                 q.what, q.shape[1], k.what, k.shape[1]));
+  const uint64_t total_q = packed ? q.shape[0] : 0, total_k = packed ? k.shape[0] : 0;
+  std::optional<session::PackedSequences> sequences;
+  if (packed) sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, total_q, total_k);
 
   session::CallRequest request;
-  request.batch = q.shape[0];
-  request.head_dim = q.shape[3];
-  request.head_dim_v = v.shape[3];
+  request.batch = packed ? sequences->batch : q.shape[0];
+  request.head_dim = q.shape[dim];
+  request.head_dim_v = v.shape[dim];
   request.heads_q = q.shape[1];
   request.heads_kv = k.shape[1];
-  request.seq_q = q.shape[2];
-  request.seq_k = k.shape[2];
+  request.seq_q = packed ? sequences->longest_q : q.shape[2];
+  request.seq_k = packed ? sequences->longest_k : k.shape[2];
+  request.varlen = packed;
   request.has_mask = !args.mask.empty();
   request.alibi = !args.alibi_slopes.empty();
   request.softcap = args.softcap.has_value();
   request.window = args.window_left.has_value() || args.window_right.has_value();
+  request.sinks = !args.sinks.empty();
   request.backward = !args.d_out.empty();
   request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
   request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
@@ -127,10 +143,13 @@ int run(const RunArgs& args) {
   const plan::KernelPlan& plan = set.plan_of(entry);
   const spec::DType dtype = plan.spec.dtype;
 
-  const AttentionShape shape{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2]};
+  const AttentionShape shape{request.batch, request.heads_q, request.heads_kv, request.seq_q, request.seq_k};
   ForwardCall call;
   call.shape = shape;
-  call.strides = contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
+  call.strides = packed ? packed_varlen(shape, total_q, plan.spec.head_dim, plan.spec.head_dim_v)
+                        : contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
+  call.total_q = total_q;
+  call.total_k = total_k;
   call.scale = args.scale.value_or(0);
   call.softcap = args.softcap.value_or(0);
   call.window_left = args.window_left.value_or(-1);
@@ -146,6 +165,8 @@ int run(const RunArgs& args) {
     call.alibi_per_batch = slopes.per_batch;
     slope_bytes = std::move(slopes.bytes);
   }
+  std::vector<float> sinks;
+  if (plan.spec.sinks) sinks = session::read_sink_logits(args.sinks, shape.heads_q);
   // A backward call first runs the forward kernel of the same features for
   // out and lse (DESIGN.md section 10), then the backward kernels.
   const bool backward = plan.spec.kind == spec::Kind::backward;
@@ -156,13 +177,18 @@ int run(const RunArgs& args) {
   const session::SpecLibrary& forward_kernels = backward ? *forward_set : set;
   const KernelEntry& forward = backward ? forward_kernels.library.kernels().front() : entry;
   const DispatchPlan dispatch = session::dispatch_for(forward, call);
+  // out (B, Hq, Sq, Dv) and lse (B, Hq, Sq); packed: (total_q, Hq, Dv) and (Hq, total_q).
+  const std::vector<uint64_t> out_shape = packed ? std::vector<uint64_t>{total_q, shape.heads_q, plan.spec.head_dim_v}
+                                                 : std::vector<uint64_t>{shape.batch, shape.heads_q, shape.seq_q,
+                                                                         plan.spec.head_dim_v};
+  const std::vector<uint64_t> lse_shape = packed ? std::vector<uint64_t>{shape.heads_q, total_q}
+                                                 : std::vector<uint64_t>{shape.batch, shape.heads_q, shape.seq_q};
   std::optional<InputTensor> d_out;
   if (backward) {
-    d_out = read_input("--do", args.d_out);
-    if (d_out->shape != std::vector<uint64_t>{shape.batch, shape.heads_q, shape.seq_q, plan.spec.head_dim_v})
-      throw UserError(fmt::format("{} has shape {}; dO must have the shape of out, ({}, {}, {}, {})", d_out->what,
-                                  io::shape_repr(d_out->shape), shape.batch, shape.heads_q, shape.seq_q,
-                                  plan.spec.head_dim_v));
+    d_out = read_input("--do", args.d_out, packed);
+    if (d_out->shape != out_shape)
+      throw UserError(fmt::format("{} has shape {}; dO must have the shape of out, {}", d_out->what,
+                                  io::shape_repr(d_out->shape), io::shape_repr(out_shape)));
   }
 
   auto rounded = [&](const InputTensor& t) {
@@ -172,7 +198,7 @@ int run(const RunArgs& args) {
   };
   std::vector<std::byte> q_bytes = rounded(q), k_bytes = rounded(k), v_bytes = rounded(v);
   std::vector<std::byte> out_bytes(dispatch.buffer("out")->bytes);
-  std::vector<float> lse(shape.batch * shape.heads_q * shape.seq_q);
+  std::vector<float> lse(lse_shape[0] * lse_shape[1] * (packed ? 1 : lse_shape[2]));
 
   std::error_code ec;
   std::filesystem::create_directories(args.out_dir, ec);
@@ -185,11 +211,19 @@ int run(const RunArgs& args) {
   if (forward.info.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
+  if (!sinks.empty()) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
+  std::vector<int32_t> cu_q = packed ? sequences->cu_seqlens_q : std::vector<int32_t>{},
+                       cu_k = packed ? sequences->cu_seqlens_k : std::vector<int32_t>{};
+  if (packed) {
+    tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q));
+    tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(cu_k));
+  }
   RunStats run = backend->run(forward_kernels.library, forward, dispatch, tensors);
 
   const std::filesystem::path dir(args.out_dir);
   std::vector<std::string> written = {(dir / "out.npy").string()};
   std::vector<std::byte> dq, dk, dv;
+  std::vector<float> d_sinks(plan.spec.sinks && backward ? shape.heads_q : 0);
   if (backward) {
     const DispatchPlan grads = session::dispatch_for(entry, call);
     std::vector<std::byte> do_bytes = rounded(*d_out);
@@ -200,15 +234,15 @@ int run(const RunArgs& args) {
     tensors[plan::kDqIndex] = dq;
     tensors[plan::kDkIndex] = dk;
     tensors[plan::kDvIndex] = dv;
+    if (!d_sinks.empty()) tensors[plan::kDSinksIndex] = std::as_writable_bytes(std::span(d_sinks));
     const RunStats backward_run = backend->run(set.library, entry, grads, tensors);
     run.seconds += backward_run.seconds;
     run.compile_seconds += backward_run.compile_seconds;
   }
 
-  write_output(dir / "out.npy", decode_elements(out_bytes, dtype),
-               {shape.batch, shape.heads_q, shape.seq_q, plan.spec.head_dim_v});
+  write_output(dir / "out.npy", decode_elements(out_bytes, dtype), out_shape);
   if (forward.info.lse) {
-    write_output(dir / "lse.npy", lse, {shape.batch, shape.heads_q, shape.seq_q});
+    write_output(dir / "lse.npy", lse, lse_shape);
     written.push_back((dir / "lse.npy").string());
   }
   if (backward) {
@@ -216,6 +250,10 @@ int run(const RunArgs& args) {
     write_output(dir / "dk.npy", decode_elements(dk, dtype), k.shape);
     write_output(dir / "dv.npy", decode_elements(dv, dtype), v.shape);
     for (const char* name : {"dq.npy", "dk.npy", "dv.npy"}) written.push_back((dir / name).string());
+    if (!d_sinks.empty()) {
+      write_output(dir / "d_sinks.npy", d_sinks, {shape.heads_q});
+      written.push_back((dir / "d_sinks.npy").string());
+    }
   }
   std::string files;
   for (const std::string& w : written) files += (files.empty() ? "" : ", ") + w;
@@ -251,7 +289,11 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv); values are rounded to the kernel's dtype\n"
       "(round-to-nearest-even). Writes OUT_DIR/out.npy (<f4, (B, Hq, Sq, Dv), exact widening)\n"
       "and OUT_DIR/lse.npy (<f4, (B, Hq, Sq), natural log) atomically. With --do DO.npy (the shape\n"
-      "of out) and a backward spec, also dq.npy, dk.npy and dv.npy (the forward runs first).\n"
+      "of out) and a backward spec, also dq.npy, dk.npy and dv.npy (the forward runs first), and\n"
+      "d_sinks.npy (<f4, (Hq,)) for a spec with sinks.\n"
+      "Packed sequences (a spec with layout varlen): q (Tq, Hq, D), k (Tk, Hkv, D), v (Tk, Hkv, Dv) with\n"
+      "--cu-seqlens-q and --cu-seqlens-k (<i4, B + 1 row offsets from 0); out.npy is (Tq, Hq, Dv), lse.npy\n"
+      "(Hq, Tq).\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
@@ -261,6 +303,10 @@ void register_run_command(CLI::App& app, CommandAction& action) {
   run_app->add_option("--v", args->v, "values (B, Hkv, Sk, Dv)")->required()->type_name("V.npy");
   run_app->add_option("--mask", args->mask, "bool or additive mask broadcastable to (B, Hq, Sq, Sk)")->type_name("M.npy");
   run_app->add_option("--alibi-slopes", args->alibi_slopes, "ALiBi slopes (Hq,) or (B, Hq)")->type_name("A.npy");
+  run_app->add_option("--sinks", args->sinks, "attention sink logits (Hq,), <f4")->type_name("S.npy");
+  run_app->add_option("--cu-seqlens-q", args->cu_seqlens_q, "varlen: B + 1 query row offsets (<i4)")
+      ->type_name("CU.npy");
+  run_app->add_option("--cu-seqlens-k", args->cu_seqlens_k, "varlen: B + 1 key row offsets (<i4)")->type_name("CU.npy");
   run_app->add_option("--scale", args->scale, "softmax scale (default 1/sqrt(D))")->type_name("X");
   run_app->add_option("--softcap", args->softcap, "logit soft-capping value")->type_name("X");
   run_app->add_option("--window-left", args->window_left, "sliding window: keys before the diagonal (-1: all)")->type_name("N");

@@ -8,7 +8,8 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
                     kAlibiIndex == kForwardAlibi && kOutPartialIndex == kForwardOutPartial &&
                     kLsePartialIndex == kForwardLsePartial && kDOutIndex == kBackwardDOut &&
                     kDqIndex == kBackwardDq && kDkIndex == kBackwardDk && kDvIndex == kBackwardDv &&
-                    kDRowsIndex == kBackwardDRows,
+                    kDRowsIndex == kBackwardDRows && kSinksIndex == kForwardSinks && kDSinksIndex == kBackwardDSinks &&
+                    kCuSeqlensQIndex == kForwardCuSeqlensQ && kCuSeqlensKIndex == kForwardCuSeqlensK,
                 "the planner's buffer table and the runtime's dispatch agree on indices");
   ForwardKernelInfo info;
   info.entry = p.entry;
@@ -27,6 +28,8 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.window = p.spec.window;
   info.softcap = p.spec.softcap;
   info.alibi = p.spec.alibi;
+  info.sinks = p.spec.sinks;
+  info.varlen = p.spec.layout == spec::Layout::varlen;
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;

@@ -26,6 +26,14 @@ std::string field_path(const spec::KernelSpec& s, std::string_view field) {
 void refuse_unimplemented(const spec::KernelSpec& s) {
   if (s.kind == spec::Kind::backward && !s.lse)
     refuse(s, "lse", "a backward kernel recomputes P from the forward's lse: lse must be true");
+  if (s.layout == spec::Layout::varlen && s.kind == spec::Kind::decode)
+    refuse(s, "layout",
+           "varlen packs sequences for prefill and training (kind forward or backward); a decode kernel takes "
+           "dense queries (at most 16 per sequence): use layout dense");
+  if (s.layout == spec::Layout::varlen && s.mask != spec::MaskKind::none)
+    refuse(s, "layout",
+           "a mask is a dense (B, Hq, Sq, Sk) tensor, which a packed batch of sequences of different lengths does "
+           "not have: use mask none with layout varlen (causal and window apply per sequence)");
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -67,6 +75,11 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   if (s.mask == spec::MaskKind::boolean) buffers.push_back({kMaskIndex, "mask", "device const bool*", false});
   if (s.mask == spec::MaskKind::additive) buffers.push_back({kMaskIndex, "mask", "device const " + elem + "*", false});
   if (s.alibi) buffers.push_back({kAlibiIndex, "alibi_slopes", "device const float*", false});
+  if (s.sinks) buffers.push_back({kSinksIndex, "sinks", "device const float*", false});
+  if (s.layout == spec::Layout::varlen) {
+    buffers.push_back({kCuSeqlensQIndex, "cu_seqlens_q", "device const int*", false});
+    buffers.push_back({kCuSeqlensKIndex, "cu_seqlens_k", "device const int*", false});
+  }
   if (s.kind == spec::Kind::decode) {
     buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
     buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
@@ -82,6 +95,7 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
     buffers.push_back({kDkIndex, "dk", "device " + elem + "*", true});
     buffers.push_back({kDvIndex, "dv", "device " + elem + "*", true});
     buffers.push_back({kDRowsIndex, "d_rows", "device float*", true, true});
+    if (s.sinks) buffers.push_back({kDSinksIndex, "d_sinks", "device float*", true});
   }
   return buffers;
 }
@@ -94,6 +108,7 @@ uint32_t params_bytes(const spec::KernelSpec& s) {
   if (s.softcap) bytes += 4 * 2;                            // scale, softcap
   if (s.window) bytes += 4 * 2;                             // window_left, window_right
   if (s.alibi) bytes += 4;                                  // alibi_batch_stride
+  if (s.layout == spec::Layout::varlen) bytes += 4 * 2;     // total_q, total_k
   if (s.kind == spec::Kind::decode) bytes += 4 * 3;         // splits, split_keys, row_blocks
   return round_up(bytes, 8);
 }
@@ -109,6 +124,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   if (s.kind == spec::Kind::forward) p.entries = {s.name};
   if (s.kind == spec::Kind::decode) p.entries = {s.name, p.combine_entry};
   if (s.kind == spec::Kind::backward) p.entries = {s.name + "_preprocess", s.name + "_dkdv", s.name + "_dq"};
+  if (s.kind == spec::Kind::backward && s.sinks) p.entries.push_back(s.name + "_dsinks");
   p.tiles_from_table = !s.tiles.has_value();
   const spec::Tiles tiles = s.tiles.value_or(
       s.kind == spec::Kind::decode     ? decode_table_tiles(s.head_dim, s.head_dim_v)

@@ -29,7 +29,7 @@ inline constexpr uint32_t kMaxFragmentFloatsPerThread = 512;
 // One [[buffer(n)]] of the kernel, as the manifest and the runtime see it.
 struct BufferSlot {
   uint32_t index = 0;
-  std::string name;      // q, k, v, out, lse, params, mask, alibi_slopes
+  std::string name;      // q, k, v, out, lse, params, mask, alibi_slopes, sinks, ...
   std::string msl_type;  // "device const half*", "constant AttentionParams&"
   bool written = false;
   bool scratch = false;  // allocated by the runtime for one call (decode partials), not a user tensor
@@ -73,6 +73,11 @@ inline constexpr uint32_t kQIndex = 0, kKIndex = 1, kVIndex = 2, kOutIndex = 3, 
 inline constexpr uint32_t kOutPartialIndex = 8, kLsePartialIndex = 9;
 // Backward kernels: dO in, dQ, dK, dV out, and the scratch rows D = rowsum(dO * out).
 inline constexpr uint32_t kDOutIndex = 10, kDqIndex = 11, kDkIndex = 12, kDvIndex = 13, kDRowsIndex = 14;
+// Attention sinks (DESIGN.md section 13): one float32 logit per q head, and
+// the backward's gradient of it.
+inline constexpr uint32_t kSinksIndex = 15, kDSinksIndex = 16;
+// Variable-length batches: where each packed sequence starts (B + 1 int32 each).
+inline constexpr uint32_t kCuSeqlensQIndex = 17, kCuSeqlensKIndex = 18;
 // Backward kernels keep more fragments live (q, dO, dQ or k, v, dK, dV);
 // past 256 head dims they spill, which costs speed, not correctness.
 inline constexpr uint32_t kMaxBackwardFragmentFloatsPerThread = 1024;

@@ -45,6 +45,7 @@ session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call
   r.causal = p.spec.causal;
   r.has_mask = p.spec.mask != spec::MaskKind::none;
   r.alibi = p.spec.alibi;
+  r.sinks = p.spec.sinks;
   r.softcap = p.spec.softcap;
   r.window = p.spec.window;
   r.backward = p.spec.kind == spec::Kind::backward;

@@ -85,13 +85,18 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"params_index", number(plan::kParamsIndex)},
       {"mask_index", number(plan::kMaskIndex)},
       {"alibi_index", number(plan::kAlibiIndex)},
+      {"sinks_index", number(plan::kSinksIndex)},
+      {"d_sinks_index", number(plan::kDSinksIndex)},
+      {"cu_seqlens_q_index", number(plan::kCuSeqlensQIndex)},
+      {"cu_seqlens_k_index", number(plan::kCuSeqlensKIndex)},
       {"lse", s.lse},
       {"gqa", s.gqa},
       {"causal", causal},
       {"causal_mode", std::string(spec::to_string(s.causal))},
       {"has_offset", has_offset},
       {"offset_rules", causal || s.window},  // visibility rules that measure the distance to the diagonal
-      {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(params.seq_k) - int(params.seq_q)"},
+      // seq_q, seq_k: the kernel's locals (a varlen sequence's own lengths).
+      {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(seq_k) - int(seq_q)"},
       {"decode", s.kind == spec::Kind::decode},
       {"resident", plan.resident_tiles},
       {"out_partial_index", number(plan::kOutPartialIndex)},
@@ -104,6 +109,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"window", s.window},
       {"softcap", s.softcap},
       {"alibi", s.alibi},
+      {"sinks", s.sinks},
+      {"varlen", s.layout == spec::Layout::varlen},
       {"mask", mask},
       // Scores without additive terms stay raw dots until the exp2 (forward).
       {"plain_scores", !s.softcap && !s.alibi && !mask},

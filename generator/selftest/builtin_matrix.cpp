@@ -102,6 +102,9 @@ std::vector<SelftestCase> every_case() {
   c.kernel.alibi = true;
   c.alibi_per_batch = true;
   all.push_back(c);
+  c = make_case(Kind::forward, DType::float16, 64, Causal::bottom_right, {2, 4, 2, 40, 72}, "sinks");
+  c.kernel.sinks = true;
+  all.push_back(c);
   c = make_case(Kind::forward, DType::float16, 64, Causal::none, {1, 4, 2, 40, 72}, "no_lse");
   c.kernel.lse = false;
   all.push_back(c);
@@ -118,6 +121,10 @@ std::vector<SelftestCase> every_case() {
   c = make_case(Kind::decode, DType::float32, 64, Causal::none, {2, 4, 2, 16, 400}, "splits2");
   c.splits = 2;
   all.push_back(c);
+  c = make_case(Kind::decode, DType::bfloat16, 64, Causal::bottom_right, {1, 8, 1, 1, 700}, "sinks");
+  c.kernel.sinks = true;  // folded once, in the combine of the 3 splits
+  c.splits = 3;
+  all.push_back(c);
 
   // Backward: preprocess, dK/dV and dQ after the forward of the same features.
   c = make_case(Kind::backward, DType::float16, 64, Causal::none, {1, 4, 2, 40, 40});
@@ -129,6 +136,9 @@ std::vector<SelftestCase> every_case() {
   add_every_feature(c);
   c.window_left = 7;
   c.window_right = 3;
+  all.push_back(c);
+  c = make_case(Kind::backward, DType::float32, 64, Causal::bottom_right, {2, 4, 2, 30, 45}, "sinks");
+  c.kernel.sinks = true;
   all.push_back(c);
 
   for (SelftestCase& each : all) {

@@ -1,7 +1,7 @@
 // The built-in correctness matrix of `mfagen selftest`: every dtype, head
 // dims 64, 128 and 80, every causal mode, GQA, MQA and no-GQA kernels, each
-// feature (bool and additive masks, window, softcap, ALiBi, lse on and off)
-// alone and together, split-K decode and the backward. Shapes are small (tens
+// feature (bool and additive masks, window, softcap, ALiBi, attention sinks,
+// lse on and off) alone and together, split-K decode and the backward. Shapes are small (tens
 // of queries and keys) so the whole matrix runs in about a minute on the cpu
 // backend with every detector on; they are ragged (not multiples of the
 // tiles) and Sq != Sk, so partial blocks and both causal alignments count.

@@ -55,6 +55,16 @@ void add_alibi_slopes(const SelftestCase& c, CaseInputs& in) {
   std::memcpy(in.alibi_slopes.data(), slopes.data(), in.alibi_slopes.size());
 }
 
+void add_sinks(const SelftestCase& c, CaseInputs& in) {
+  const uint64_t heads = c.shape.heads_q;
+  std::vector<float> sinks;
+  for (uint64_t h = 0; h < heads; ++h)
+    sinks.push_back(h + 1 == heads && heads > 1 ? -INFINITY : float(-1.0 + 5.0 * double(h) / double(heads)));
+  in.problem.sinks.assign(sinks.begin(), sinks.end());
+  in.sinks.resize(sinks.size() * sizeof(float));
+  std::memcpy(in.sinks.data(), sinks.data(), in.sinks.size());
+}
+
 }  // namespace
 
 reference::ElementType reference_type(spec::DType type) {
@@ -100,6 +110,7 @@ CaseInputs make_inputs(const SelftestCase& c) {
   in.v = session::encode_elements(p.v, c.kernel.dtype);
   if (c.kernel.mask != spec::MaskKind::none) add_mask(c, in);
   if (c.kernel.alibi) add_alibi_slopes(c, in);
+  if (c.kernel.sinks) add_sinks(c, in);
   if (c.kernel.kind == spec::Kind::backward) {
     in.d_out = reference::random_tensor(s.batch * s.heads_q * s.seq_q * dv, c.seed + 3, type);
     in.d_out_bytes = session::encode_elements(in.d_out, c.kernel.dtype);

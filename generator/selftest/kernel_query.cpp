@@ -51,6 +51,7 @@ AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionS
   request.window = kernel.window;
   request.softcap = kernel.softcap;
   request.alibi = kernel.alibi;
+  request.sinks = kernel.sinks;
   return session::query_for(request, kind, runtime_dtype(kernel.dtype), runtime_causal(kernel.causal),
                             runtime_mask(kernel.mask), need_lse);
 }

@@ -68,6 +68,7 @@ class CaseRunner {
     if (with_lse) t[kForwardLse] = std::as_writable_bytes(std::span(lse_));
     if (!in_.mask.empty()) t[kForwardMask] = in_.mask;
     if (!in_.alibi_slopes.empty()) t[kForwardAlibi] = in_.alibi_slopes;
+    if (!in_.sinks.empty()) t[kForwardSinks] = in_.sinks;
     return t;
   }
 
@@ -103,6 +104,8 @@ class CaseRunner {
     tensors[kBackwardDq] = dq;
     tensors[kBackwardDk] = dk;
     tensors[kBackwardDv] = dv_bytes;
+    std::vector<float> d_sinks(c_.kernel.sinks ? s.heads_q : 0, 12345.0f);
+    if (c_.kernel.sinks) tensors[kBackwardDSinks] = std::as_writable_bytes(std::span(d_sinks));
     run_kernel(backend_, library_, kernel, call_, tensors, result_);
 
     const reference::AttentionGradients want = reference::reference_attention_backward(in_.problem, in_.d_out);
@@ -116,6 +119,11 @@ class CaseRunner {
     judge("dq", dq, want.dq, naive.dq, s.heads_q, s.seq_q, d);
     judge("dk", dk, want.dk, naive.dk, s.heads_kv, s.seq_k, d);
     judge("dv", dv_bytes, want.dv, naive.dv, s.heads_kv, s.seq_k, dv);
+    if (c_.kernel.sinks) {  // float32 whatever the dtype
+      if (inject_) perturb_one_element(d_sinks);
+      result_.checks.push_back(check_of("d_sinks", reference::check_gradient(d_sinks, want.d_sinks, naive.d_sinks,
+                                                                             type_, "d_sinks", {1, 1, 1, s.heads_q})));
+    }
   }
 
   const SelftestCase& c_;

@@ -14,6 +14,7 @@ std::string SelftestCase::describe_call() const {
     d += fmt::format(", {} mask {}", spec::to_string(kernel.mask),
                      mask_per_head ? "(B, Hq, Sq, Sk)" : "(B, 1, Sq, Sk)");
   if (kernel.alibi) d += alibi_per_batch ? ", ALiBi slopes (B, Hq)" : ", ALiBi slopes (Hq)";
+  if (kernel.sinks) d += ", sink logits (Hq)";
   if (kernel.kind == spec::Kind::decode) d += splits ? fmt::format(", {} key splits", splits) : ", key splits auto";
   return d;
 }

@@ -11,10 +11,11 @@ namespace {
 
 std::string describe_kernel(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
-  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{})", k.name,
+  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{})", k.name,
                      to_string(k.kind), to_string(k.dtype), i.head_dim, i.head_dim_v, to_string(k.causal), i.gqa,
                      i.mask == MaskInput::none ? "none" : i.mask == MaskInput::boolean ? "bool" : "additive",
-                     i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "");
+                     i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "",
+                     i.sinks ? ", sinks" : "", i.varlen ? ", varlen" : "");
 }
 
 }  // namespace
@@ -28,6 +29,8 @@ std::string CallRequest::describe() const {
   if (alibi) d += ", ALiBi slopes";
   if (softcap) d += ", a softcap";
   if (window) d += ", a window";
+  if (sinks) d += ", sink logits";
+  if (varlen) d += fmt::format(", {} packed sequences", batch);
   if (backward) d += ", dO (backward)";
   return d;
 }
@@ -44,6 +47,8 @@ AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtyp
   q.window = r.window;
   q.softcap = r.softcap;
   q.alibi = r.alibi;
+  q.sinks = r.sinks;
+  q.varlen = r.varlen;
   q.need_lse = need_lse;
   q.shape = {r.batch, r.heads_q, r.heads_kv, r.seq_q, r.seq_k};
   return q;

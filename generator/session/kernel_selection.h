@@ -17,7 +17,8 @@ namespace mfagen::session {
 struct CallRequest {
   uint64_t head_dim = 0, head_dim_v = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_k = 0, batch = 1;
   MaskInput mask = MaskInput::none;  // from the kind of the set's kernels when --mask is given
-  bool has_mask = false, alibi = false, softcap = false, window = false, backward = false;
+  bool has_mask = false, alibi = false, softcap = false, window = false, sinks = false, backward = false;
+  bool varlen = false;  // packed sequences: seq_q, seq_k are the longest
   std::optional<spec::DType> dtype;
   std::optional<spec::Causal> causal;
   std::string describe() const;

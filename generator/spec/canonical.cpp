@@ -39,6 +39,8 @@ std::string derived_name(const KernelSpec& s) {
   if (s.window) n += "_window";
   if (s.softcap) n += "_softcap";
   if (s.alibi) n += "_alibi";
+  if (s.sinks) n += "_sinks";
+  if (s.layout == Layout::varlen) n += "_varlen";
   if (!s.lse) n += "_nolse";
   if (s.tiles) n += fmt::format("_q{}k{}s{}", s.tiles->block_q, s.tiles->block_k, s.tiles->simdgroups);
   if (s.target != Target::apple9) n += fmt::format("_{}", to_string(s.target));
@@ -57,6 +59,10 @@ std::string canonical_json(const KernelSpec& s) {
   j["window"] = s.window;
   j["softcap"] = s.softcap;
   j["alibi"] = s.alibi;
+  // Serving features (DESIGN.md section 13) appear only when on, so that the
+  // canonical form, name and hash of every kernel without them stay as they were.
+  if (s.sinks) j["sinks"] = true;
+  if (s.layout != Layout::dense) j["layout"] = to_string(s.layout);
   j["lse"] = s.lse;
   j["accumulate"] = "float32";
   if (s.tiles) {

@@ -17,6 +17,10 @@ enum class DType { float16, bfloat16, float32 };
 enum class Causal { none, top_left, bottom_right };
 enum class MaskKind { none, boolean, additive };  // JSON spelling: "none", "bool", "additive"
 enum class Target { apple7, apple8, apple9, apple10 };
+// How q, k, v, out are laid out (DESIGN.md section 13): dense (B, H, S, D)
+// tensors, or variable-length sequences packed as (T, H, D) with
+// cu_seqlens_q / cu_seqlens_k marking where each sequence starts.
+enum class Layout { dense, varlen };
 
 // Every value of each enum, in the order of DESIGN.md section 2, so that
 // parsers and error messages can list them ("expected one of ...").
@@ -25,6 +29,7 @@ inline constexpr std::array kAllDTypes{DType::float16, DType::bfloat16, DType::f
 inline constexpr std::array kAllCausals{Causal::none, Causal::top_left, Causal::bottom_right};
 inline constexpr std::array kAllMaskKinds{MaskKind::none, MaskKind::boolean, MaskKind::additive};
 inline constexpr std::array kAllTargets{Target::apple7, Target::apple8, Target::apple9, Target::apple10};
+inline constexpr std::array kAllLayouts{Layout::dense, Layout::varlen};
 
 // The JSON spelling of each value ("forward", "float16", "bottom_right", "bool", "apple9").
 std::string_view to_string(Kind);
@@ -32,6 +37,7 @@ std::string_view to_string(DType);
 std::string_view to_string(Causal);
 std::string_view to_string(MaskKind);
 std::string_view to_string(Target);
+std::string_view to_string(Layout);
 
 // Bytes of one element of q, k, v, out in memory.
 inline uint32_t dtype_bytes(DType t) { return t == DType::float32 ? 4 : 2; }
@@ -61,6 +67,8 @@ struct KernelSpec {
   bool window = false;
   bool softcap = false;
   bool alibi = false;
+  bool sinks = false;  // a learned float32 logit per q head joins every row's softmax (DESIGN.md section 13)
+  Layout layout = Layout::dense;
   bool lse = true;
   // "accumulate" is always float32 (the only accepted value); not stored.
   std::optional<Tiles> tiles;  // absent: the planner's table decides

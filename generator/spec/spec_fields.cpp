@@ -85,7 +85,7 @@ Setter tiles(const Json& value, const Where& at) {
   return [t](KernelSpec& s) { s.tiles = t; };
 }
 
-constexpr std::array<FieldRule, 14> kListFields{{
+constexpr std::array<FieldRule, 16> kListFields{{
     {"kind", false, enum_field<&KernelSpec::kind, kAllKinds>},
     {"dtype", true, enum_field<&KernelSpec::dtype, kAllDTypes>},
     {"head_dim", true, head_dim},
@@ -96,15 +96,17 @@ constexpr std::array<FieldRule, 14> kListFields{{
     {"window", false, bool_field<&KernelSpec::window>},
     {"softcap", false, bool_field<&KernelSpec::softcap>},
     {"alibi", false, bool_field<&KernelSpec::alibi>},
+    {"sinks", false, bool_field<&KernelSpec::sinks>},
+    {"layout", false, enum_field<&KernelSpec::layout, kAllLayouts>},
     {"lse", false, bool_field<&KernelSpec::lse>},
     {"accumulate", false, accumulate},
     {"tiles", false, tiles},
     {"target", false, enum_field<&KernelSpec::target, kAllTargets>},
 }};
 
-constexpr std::array<std::string_view, 16> kKernelFieldNames{
+constexpr std::array<std::string_view, 18> kKernelFieldNames{
     "kind", "dtype", "head_dim", "head_dim_v", "causal", "gqa", "mask", "window",
-    "softcap", "alibi", "lse", "accumulate", "tiles", "target", "name", "comment"};
+    "softcap", "alibi", "sinks", "layout", "lse", "accumulate", "tiles", "target", "name", "comment"};
 
 }  // namespace
 

@@ -72,6 +72,14 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   if (!kernel.alibi)
     require(!call.alibi_per_batch, "kernel " + kernel.entry + " was generated without ALiBi (spec alibi=false)");
   if (kernel.backward) require(kernel.lse, "kernel " + kernel.entry + ": backward kernels need the forward's lse");
+  if (kernel.varlen)
+    require(call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq && call.total_k <= kMaxSeq,
+            "kernel " + kernel.entry + " takes packed sequences (layout varlen): total_q and total_k, the rows of "
+            "the packed tensors, must be between 1 and 2^31-1");
+  else
+    require(call.total_q == 0 && call.total_k == 0,
+            "kernel " + kernel.entry + " was generated for dense tensors (spec layout dense): total_q and total_k "
+            "must stay 0");
   if (kernel.decode)
     require(shape.seq_q <= kMaxDecodeQueries, "kernel " + kernel.entry + " is a decode kernel: seq_q (" +
                                                   std::to_string(shape.seq_q) + ") must be at most " +
@@ -81,6 +89,36 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
 }
 
 }  // namespace
+
+ForwardStrides packed_varlen(const AttentionShape& s, uint64_t total_q, uint32_t d, uint32_t dv) {
+  ForwardStrides st;
+  st.q = {0, d, s.heads_q * d};
+  st.k = {0, d, s.heads_kv * d};
+  st.v = {0, dv, s.heads_kv * dv};
+  st.out = {0, dv, s.heads_q * dv};
+  st.lse_batch = 0;
+  st.lse_head = total_q;
+  return st;
+}
+
+void check_cu_seqlens(const int32_t* cu, size_t count, uint64_t batch, uint64_t total, uint64_t longest,
+                      std::string_view what) {
+  const std::string name(what);
+  require(count == batch + 1, name + " has " + std::to_string(count) + " entries; a batch of " +
+                                  std::to_string(batch) + " sequences needs " + std::to_string(batch + 1));
+  require(cu[0] == 0, name + "[0] is " + std::to_string(cu[0]) + "; the first sequence starts at row 0");
+  for (size_t b = 0; b < batch; ++b) {
+    require(cu[b + 1] >= cu[b], name + "[" + std::to_string(b + 1) + "] = " + std::to_string(cu[b + 1]) +
+                                    " is below " + name + "[" + std::to_string(b) + "] = " + std::to_string(cu[b]) +
+                                    "; the entries must not decrease");
+    require(uint64_t(cu[b + 1] - cu[b]) <= longest,
+            name + ": sequence " + std::to_string(b) + " has " + std::to_string(cu[b + 1] - cu[b]) +
+                " rows, more than the longest the call declares (" + std::to_string(longest) + ")");
+  }
+  require(uint64_t(cu[batch]) == total, name + "[" + std::to_string(batch) + "] = " + std::to_string(cu[batch]) +
+                                            " must equal the rows of the packed tensors (" + std::to_string(total) +
+                                            ")");
+}
 
 ForwardStrides contiguous_bhsd(const AttentionShape& s, uint32_t d, uint32_t dv) {
   ForwardStrides st;
@@ -118,14 +156,17 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   DispatchPlan plan;
   plan.shape = shape;
   const uint64_t e = kernel.element_bytes;
-  plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim, e, "q"), false});
-  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim, e, "k"), false});
-  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, shape.batch, shape.heads_kv, shape.seq_k, kernel.head_dim_v, e, "v"), false});
-  const uint64_t out_bytes = span_bytes(strides.out, shape.batch, shape.heads_q, shape.seq_q, kernel.head_dim_v, e, "out");
+  // Dense tensors are (B, H, S, D); packed ones one batch of total rows.
+  const uint64_t batches = kernel.varlen ? 1 : shape.batch;
+  const uint64_t rows_q = kernel.varlen ? call.total_q : shape.seq_q, rows_k = kernel.varlen ? call.total_k : shape.seq_k;
+  plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, batches, shape.heads_q, rows_q, kernel.head_dim, e, "q"), false});
+  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, batches, shape.heads_kv, rows_k, kernel.head_dim, e, "k"), false});
+  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, batches, shape.heads_kv, rows_k, kernel.head_dim_v, e, "v"), false});
+  const uint64_t out_bytes = span_bytes(strides.out, batches, shape.heads_q, rows_q, kernel.head_dim_v, e, "out");
   // The backward reads the forward's out and lse.
   plan.buffers.push_back({kForwardOut, "out", out_bytes, !kernel.backward});
   if (kernel.lse)
-    plan.buffers.push_back({kForwardLse, "lse", span_bytes({strides.lse_batch, strides.lse_head, 1}, shape.batch, shape.heads_q, 1, shape.seq_q, 4, "lse"), !kernel.backward});
+    plan.buffers.push_back({kForwardLse, "lse", span_bytes({strides.lse_batch, strides.lse_head, 1}, batches, shape.heads_q, 1, rows_q, 4, "lse"), !kernel.backward});
   if (kernel.mask != MaskInput::none)
     plan.buffers.push_back({kForwardMask, "mask",
                             span_bytes({shape.batch, shape.heads_q, shape.seq_q, shape.seq_k}, call.mask_strides,
@@ -135,6 +176,11 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     plan.buffers.push_back({kForwardAlibi, "alibi_slopes",
                             checked_mul(call.alibi_per_batch ? shape.batch * shape.heads_q : shape.heads_q, 4, "alibi"),
                             false});
+  if (kernel.sinks) plan.buffers.push_back({kForwardSinks, "sinks", checked_mul(shape.heads_q, 4, "sinks"), false});
+  if (kernel.varlen) {
+    plan.buffers.push_back({kForwardCuSeqlensQ, "cu_seqlens_q", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
+    plan.buffers.push_back({kForwardCuSeqlensK, "cu_seqlens_k", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
+  }
 
   // Decode: the rows of a GQA group share threadgroups; keys are split.
   uint32_t splits = 0, split_keys = 0, row_blocks = 0;
@@ -160,6 +206,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     plan.buffers.push_back({kBackwardDRows, "d_rows",
                             checked_mul(checked_mul(shape.batch * shape.heads_q, shape.seq_q, "d_rows"), 4, "d_rows"),
                             true, true});
+    if (kernel.sinks) plan.buffers.push_back({kBackwardDSinks, "d_sinks", plan.buffer("sinks")->bytes, true});
   }
 
   // The fields of the kernel's AttentionParams, in its order: 8-byte fields
@@ -175,6 +222,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
   if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
+  if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
   plan.params = w.finish(8);
   plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
@@ -201,24 +249,27 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.backward) {
     const uint64_t k_blocks = (shape.seq_k + kernel.block_k - 1) / kernel.block_k;
     launch(kernel.entry + "_preprocess", {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
-           bound({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows}));
+           bound({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));
     launch(kernel.entry + "_dkdv", {k_blocks, shape.heads_kv, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                  kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows}));
+                  kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
     launch(kernel.entry + "_dq", {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                  kBackwardDOut, kBackwardDq, kBackwardDRows}));
+                  kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+    if (kernel.sinks)
+      launch(kernel.entry + "_dsinks", {shape.heads_q, 1, 1}, 32, 0,
+             bound({kForwardLse, kForwardParams, kBackwardDRows, kForwardSinks, kBackwardDSinks, kForwardCuSeqlensQ}));
   } else if (kernel.decode) {
     launch(kernel.entry, {splits, uint64_t(shape.heads_kv) * row_blocks, shape.batch}, kernel.threads,
            kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
                   kForwardLsePartial}));
     launch(kernel.combine_entry, {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
-           bound({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial}));
+           bound({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
   } else {
     launch(kernel.entry, {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
-                  kForwardAlibi}));
+                  kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
   }
   return plan;
 }

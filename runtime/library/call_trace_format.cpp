@@ -38,6 +38,8 @@ std::string features(const CallCount& c) {
   if (c.window) add("window");
   if (c.softcap) add("softcap");
   if (c.alibi) add("alibi");
+  if (c.sinks) add("sinks");
+  if (c.varlen) add("varlen");
   if (c.gqa) add("gqa");
   if (c.lse) add("lse");
   return f.empty() ? "-" : f;

@@ -55,6 +55,9 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && (kernel.mask != MaskInput::none || (m[0] | m[1] | m[2] | m[3]) == 0);
   ok = ok && (kernel.alibi || !call.alibi_per_batch);
   ok = ok && (!kernel.backward || kernel.lse);
+  ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq &&
+                                  call.total_k <= kMaxSeq
+                            : call.total_q == 0 && call.total_k == 0);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
   return ok;
 }
@@ -129,7 +132,7 @@ LaunchPlan Library::launch_plan(const KernelEntry& kernel, const ForwardCall& ca
 
 LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& call, LaunchPlan& plan) {
   const ForwardKernelInfo& info = kernel.info;
-  if (kernel.entries.size() != (info.backward ? 3u : info.decode ? 2u : 1u))
+  if (kernel.entries.size() != (info.backward ? 3u + info.sinks : info.decode ? 2u : 1u))
     throw DispatchError("kernel " + kernel.name + " lists " + std::to_string(kernel.entries.size()) +
                         " entry points; launch_plan needs a KernelEntry of a loaded Library");
   if (!call_is_valid(info, call)) reject(kernel, call);
@@ -147,18 +150,26 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     return bytes;
   };
 
-  const uint64_t q_bytes = add(kForwardQ, "q", c.span(st.q, s.batch, s.heads_q, s.seq_q, info.head_dim, e), false);
-  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, s.batch, s.heads_kv, s.seq_k, info.head_dim, e), false);
-  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, s.batch, s.heads_kv, s.seq_k, info.head_dim_v, e), false);
+  // Dense tensors are (B, H, S, D); packed ones one batch of total rows.
+  const uint64_t batches = info.varlen ? 1 : s.batch;
+  const uint64_t rows_q = info.varlen ? call.total_q : s.seq_q, rows_k = info.varlen ? call.total_k : s.seq_k;
+  const uint64_t q_bytes = add(kForwardQ, "q", c.span(st.q, batches, s.heads_q, rows_q, info.head_dim, e), false);
+  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, batches, s.heads_kv, rows_k, info.head_dim, e), false);
+  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, batches, s.heads_kv, rows_k, info.head_dim_v, e), false);
   const uint64_t out_bytes =
-      add(kForwardOut, "out", c.span(st.out, s.batch, s.heads_q, s.seq_q, info.head_dim_v, e), !info.backward);
+      add(kForwardOut, "out", c.span(st.out, batches, s.heads_q, rows_q, info.head_dim_v, e), !info.backward);
   if (info.lse)
-    add(kForwardLse, "lse", c.span({st.lse_batch, st.lse_head, 1}, s.batch, s.heads_q, 1, s.seq_q, 4), !info.backward);
+    add(kForwardLse, "lse", c.span({st.lse_batch, st.lse_head, 1}, batches, s.heads_q, 1, rows_q, 4), !info.backward);
   if (info.mask != MaskInput::none)
     add(kForwardMask, "mask",
         c.span({s.batch, s.heads_q, s.seq_q, s.seq_k}, call.mask_strides, info.mask == MaskInput::boolean ? 1 : e),
         false);
   if (info.alibi) add(kForwardAlibi, "alibi_slopes", c.mul(call.alibi_per_batch ? s.batch * s.heads_q : s.heads_q, 4), false);
+  const uint64_t sinks_bytes = info.sinks ? add(kForwardSinks, "sinks", c.mul(s.heads_q, 4), false) : 0;
+  if (info.varlen) {
+    add(kForwardCuSeqlensQ, "cu_seqlens_q", c.mul(s.batch + 1, 4), false);
+    add(kForwardCuSeqlensK, "cu_seqlens_k", c.mul(s.batch + 1, 4), false);
+  }
 
   uint32_t splits = 0, split_keys = 0, row_blocks = 0;
   if (info.decode) {
@@ -179,6 +190,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     add(kBackwardDk, "dk", k_bytes, true);
     add(kBackwardDv, "dv", v_bytes, true);
     add(kBackwardDRows, "d_rows", c.mul(c.mul(s.batch * s.heads_q, s.seq_q), 4), true, true);
+    if (info.sinks) add(kBackwardDSinks, "d_sinks", sinks_bytes, true);
   }
   if (!c.ok) reject(kernel, call);  // a size that does not fit 64 bits
 
@@ -194,6 +206,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   if (info.softcap) w.put(float(scale)).put(float(call.softcap));
   if (info.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (info.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
+  if (info.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (info.decode) w.put(splits).put(split_keys).put(row_blocks);
   w.finish(8);
   plan.params_size = w.size;
@@ -217,23 +230,27 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   const uint64_t q_blocks = ceil_div(s.seq_q, info.block_q);
   if (info.backward) {
     const uint64_t k_blocks = ceil_div(s.seq_k, info.block_k);
-    launch(0, s.seq_q, s.heads_q, s.batch, 32, 0, bits({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows}));
+    launch(0, s.seq_q, s.heads_q, s.batch, 32, 0,
+           bits({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));
     launch(1, k_blocks, s.heads_kv, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                 kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows}));
+                 kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
     launch(2, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                 kBackwardDOut, kBackwardDq, kBackwardDRows}));
+                 kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+    if (info.sinks)
+      launch(3, s.heads_q, 1, 1, 32, 0,
+             bits({kForwardLse, kForwardParams, kBackwardDRows, kForwardSinks, kBackwardDSinks, kForwardCuSeqlensQ}));
   } else if (info.decode) {
     launch(0, splits, uint64_t(s.heads_kv) * row_blocks, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
                  kForwardLsePartial}));
     launch(1, s.seq_q, s.heads_q, s.batch, 32, 0,
-           bits({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial}));
+           bits({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
   } else {
     launch(0, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
-                 kForwardAlibi}));
+                 kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
   }
   return plan;
 }

@@ -85,6 +85,8 @@ constexpr std::array<std::pair<std::string_view, MaskInput>, 3> kMasks{
 // The kernel functions of a file in launch order, as the planner launches them.
 std::vector<std::string> expected_entries(const KernelEntry& e) {
   if (e.kind == KernelKind::decode) return {e.name, e.name + "_combine"};
+  if (e.kind == KernelKind::backward && e.info.sinks)
+    return {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq", e.name + "_dsinks"};
   if (e.kind == KernelKind::backward) return {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"};
   return {e.name};
 }
@@ -95,6 +97,10 @@ ForwardCall canonical_call(const KernelEntry& e) {
   ForwardCall call;
   call.strides = contiguous_bhsd(call.shape, e.info.head_dim, e.info.head_dim_v);
   if (e.info.softcap) call.softcap = 30;
+  if (e.info.varlen) {  // one packed row each
+    call.total_q = call.total_k = 1;
+    call.strides = packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v);
+  }
   return call;
 }
 
@@ -170,6 +176,11 @@ KernelEntry parse_kernel(const Field& k) {
   info.window = spec.at("window").boolean();
   info.softcap = spec.at("softcap").boolean();
   info.alibi = spec.at("alibi").boolean();
+  // Serving features (DESIGN.md section 13) are in a spec only when on.
+  info.sinks = spec.has("sinks") && spec.at("sinks").boolean();
+  static constexpr std::array<std::pair<std::string_view, bool>, 2> kLayouts{{{"dense", false}, {"varlen", true}}};
+  info.varlen = spec.has("layout") && spec.at("layout").one_of(kLayouts);
+  if (info.varlen && e.kind == KernelKind::decode) spec.at("layout").fail("\"dense\" (decode kernels take dense queries)");
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");

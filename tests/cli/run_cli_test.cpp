@@ -13,6 +13,7 @@
 
 #include "attention_backward_reference.h"
 #include "attention_reference.h"
+#include "packed_batch.h"
 #include "gradient_tolerance.h"
 #include "io/npy.h"
 #include "random_inputs.h"
@@ -277,6 +278,174 @@ TEST_F(RunCli, BackwardWritesGradients) {
   auto bad = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--do", q, "--out-dir", (dir_ / "bad").string()});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("dO must have the shape of out, (1, 4, 9, 8)"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+// Attention sinks (DESIGN.md section 13): --sinks gives one logit per q head;
+// the forward's out and lse and the backward's gradients, d_sinks included,
+// match the float64 reference; sink inputs that do not fit are clear errors.
+TEST_F(RunCli, SinksForwardAndBackward) {
+  std::ofstream(dir_ / "sinks.json") << R"({"kind": ["forward", "backward"], "dtype": "float32", "head_dim": 16,
+                                           "causal": "bottom_right", "sinks": true})";
+  const std::string sinks_spec = (dir_ / "sinks.json").string();
+  auto p = problem_of(1, 4, 2, 9, 14, 16, 16, reference::CausalMode::bottom_right);
+  const std::string q = tensor("q.npy", {1, 4, 9, 16}, 51, ElementType::float32, &p.q);
+  const std::string k = tensor("k.npy", {1, 2, 14, 16}, 52, ElementType::float32, &p.k);
+  const std::string v = tensor("v.npy", {1, 2, 14, 16}, 53, ElementType::float32, &p.v);
+  std::vector<double> d_out;
+  const std::string d = tensor("do.npy", {1, 4, 9, 16}, 54, ElementType::float32, &d_out);
+  const std::vector<float> sinks = {1.5f, -0.5f, -INFINITY, 2.75f};
+  io::write_npy_atomic(dir_ / "sinks.npy", NpyArray::from<float>(sinks, {4}));
+  p.sinks.assign(sinks.begin(), sinks.end());
+
+  auto r = mfagen({"run", sinks_spec, "--q", q, "--k", k, "--v", v, "--sinks", (dir_ / "sinks.npy").string(),
+                   "--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f32_d16_causal_br_gqa_sinks:"));
+  const auto expected = reference::reference_attention(p);
+  const auto verdict = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
+                                               reference::naive_attention_in_dtype(p, ElementType::float32),
+                                               ElementType::float32, p);
+  EXPECT_TRUE(verdict.ok) << verdict.detail;
+  const auto lse = reference::check_lse(io::read_npy(fs::path(out_dir()) / "lse.npy").values<float>(), expected, p);
+  EXPECT_TRUE(lse.ok) << lse.detail;
+
+  const std::string grads = (dir_ / "grads").string();
+  r = mfagen({"run", sinks_spec, "--q", q, "--k", k, "--v", v, "--sinks", (dir_ / "sinks.npy").string(), "--do", d,
+              "--out-dir", grads});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("d_sinks.npy"));
+  const auto want = reference::reference_attention_backward(p, d_out);
+  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
+  const NpyArray d_sinks = io::read_npy(fs::path(grads) / "d_sinks.npy");
+  EXPECT_EQ(d_sinks.shape, std::vector<uint64_t>{4});
+  const auto d_sinks_verdict = reference::check_gradient(d_sinks.values<float>(), want.d_sinks, naive.d_sinks,
+                                                         ElementType::float32, "d_sinks", {1, 1, 1, 4});
+  EXPECT_TRUE(d_sinks_verdict.ok) << d_sinks_verdict.detail;
+  const auto dq = reference::check_gradient(io::read_npy(fs::path(grads) / "dq.npy").values<float>(), want.dq, naive.dq,
+                                            ElementType::float32, "dq", {1, 4, 9, 16});
+  EXPECT_TRUE(dq.ok) << dq.detail;
+
+  // Sink logits that do not fit, and a set with only sink kernels called without them.
+  io::write_npy_atomic(dir_ / "sinks3.npy", NpyArray::from<float>(std::vector<float>{1, 2, 3}, {3}));
+  io::write_npy_atomic(dir_ / "sinks_nan.npy", NpyArray::from<float>(std::vector<float>{1, NAN, 0, 0}, {4}));
+  const struct {
+    std::vector<std::string> extra;
+    const char* message;
+  } bad_calls[] = {
+      {{"--sinks", (dir_ / "sinks3.npy").string()}, "expected shape (4,), one logit per q head, found (3,)"},
+      {{"--sinks", (dir_ / "sinks_nan.npy").string()}, "holds NaN or +inf"},
+      {{}, "has no kernel for this call"},
+  };
+  for (const auto& bad_call : bad_calls) {
+    std::vector<std::string> args = {"run", sinks_spec, "--q", q, "--k", k, "--v", v, "--out-dir",
+                                     (dir_ / "bad").string()};
+    args.insert(args.end(), bad_call.extra.begin(), bad_call.extra.end());
+    const auto bad = mfagen(args);
+    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
+    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+// Packed sequences (spec layout varlen): q (Tq, Hq, D), k and v (Tk, Hkv, D)
+// with --cu-seqlens-q/k; out (Tq, Hq, Dv) and lse (Hq, Tq), and the backward's
+// packed gradients, each sequence against the float64 reference of that
+// sequence alone; cu_seqlens that do not fit the tensors are clear errors.
+TEST_F(RunCli, VarlenForwardAndBackward) {
+  std::ofstream(dir_ / "varlen.json") << R"({"kind": ["forward", "backward"], "dtype": "float32", "head_dim": 16,
+                                            "causal": "bottom_right", "layout": "varlen"})";
+  const std::string varlen_spec = (dir_ / "varlen.json").string();
+  const std::vector<int32_t> cu_q = {0, 3, 3, 10}, cu_k = {0, 5, 7, 15};  // the second sequence has no query
+  std::vector<double> q, k, v, d_out;
+  const std::string qf = tensor("q.npy", {10, 4, 16}, 61, ElementType::float32, &q);
+  const std::string kf = tensor("k.npy", {15, 2, 16}, 62, ElementType::float32, &k);
+  const std::string vf = tensor("v.npy", {15, 2, 16}, 63, ElementType::float32, &v);
+  const std::string df = tensor("do.npy", {10, 4, 16}, 64, ElementType::float32, &d_out);
+  io::write_npy_atomic(dir_ / "cu_q.npy", NpyArray::from<int32_t>(cu_q, {4}));
+  io::write_npy_atomic(dir_ / "cu_k.npy", NpyArray::from<int32_t>(cu_k, {4}));
+  const std::vector<std::string> inputs = {"run", varlen_spec, "--q", qf, "--k", kf, "--v", vf, "--cu-seqlens-q",
+                                           (dir_ / "cu_q.npy").string(), "--cu-seqlens-k",
+                                           (dir_ / "cu_k.npy").string()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = inputs;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mfagen(args);
+  };
+  auto r = with({"--do", df, "--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_bwd_f32_d16_causal_br_gqa_varlen:"));
+  const fs::path dir(out_dir());
+  const NpyArray out = io::read_npy(dir / "out.npy"), lse = io::read_npy(dir / "lse.npy");
+  EXPECT_EQ(out.shape, (std::vector<uint64_t>{10, 4, 16}));
+  EXPECT_EQ(lse.shape, (std::vector<uint64_t>{4, 10}));
+  const std::vector<float> dq = io::read_npy(dir / "dq.npy").values<float>();
+  const std::vector<float> dk = io::read_npy(dir / "dk.npy").values<float>();
+
+  reference::PackedBatch batch;
+  batch.options = problem_of(1, 4, 2, 1, 1, 16, 16, reference::CausalMode::bottom_right);
+  batch.cu_seqlens_q = cu_q;
+  batch.cu_seqlens_k = cu_k;
+  batch.q = q;
+  batch.k = k;
+  batch.v = v;
+  const std::vector<float> out_values = out.values<float>(), lse_values = lse.values<float>();
+  const std::vector<double> out_wide(out_values.begin(), out_values.end()), dq_wide(dq.begin(), dq.end()),
+      dk_wide(dk.begin(), dk.end());
+  for (uint64_t b = 0; b < 3; ++b) {
+    SCOPED_TRACE("sequence " + std::to_string(b));
+    const reference::AttentionProblem p = reference::sequence_problem(batch, b);
+    if (p.seq_q == 0) continue;
+    const uint64_t q0 = uint64_t(cu_q[b]), k0 = uint64_t(cu_k[b]);
+    const auto unpack = [](const std::vector<double>& packed, uint64_t heads, uint64_t start, uint64_t length) {
+      const std::vector<double> d = reference::unpack_rows(packed, heads, 16, start, length);
+      return std::vector<float>(d.begin(), d.end());
+    };
+    const auto expected = reference::reference_attention(p);
+    const auto verdict = reference::check_output(unpack(out_wide, 4, q0, p.seq_q), expected,
+                                                 reference::naive_attention_in_dtype(p, ElementType::float32),
+                                                 ElementType::float32, p);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+    std::vector<float> lse_b;
+    for (uint64_t h = 0; h < 4; ++h)
+      for (uint64_t i = 0; i < p.seq_q; ++i) lse_b.push_back(lse_values[h * 10 + q0 + i]);
+    const auto lse_verdict = reference::check_lse(lse_b, expected, p);
+    EXPECT_TRUE(lse_verdict.ok) << lse_verdict.detail;
+    const std::vector<double> d_out_b = reference::unpack_rows(d_out, 4, 16, q0, p.seq_q);
+    const auto want = reference::reference_attention_backward(p, d_out_b);
+    const auto naive = reference::naive_attention_backward_in_dtype(p, d_out_b, ElementType::float32);
+    const auto dq_verdict = reference::check_gradient(unpack(dq_wide, 4, q0, p.seq_q), want.dq, naive.dq,
+                                                      ElementType::float32, "dq", {1, 4, p.seq_q, 16});
+    EXPECT_TRUE(dq_verdict.ok) << dq_verdict.detail;
+    const auto dk_verdict = reference::check_gradient(unpack(dk_wide, 2, k0, p.seq_k), want.dk, naive.dk,
+                                                      ElementType::float32, "dk", {1, 2, p.seq_k, 16});
+    EXPECT_TRUE(dk_verdict.ok) << dk_verdict.detail;
+  }
+
+  // Boundaries that do not fit the packed tensors.
+  const struct {
+    std::vector<int32_t> cu_q;
+    const char* message;
+  } bad_calls[] = {
+      {{0, 3, 2, 10}, "the entries must not decrease"},
+      {{0, 3, 3, 9}, "must equal the rows of the packed tensors (10)"},
+      {{1, 3, 3, 10}, "the first sequence starts at row 0"},
+      {{0, 10}, "both need B + 1"},
+  };
+  for (const auto& bad_call : bad_calls) {
+    io::write_npy_atomic(dir_ / "bad_cu.npy",
+                         NpyArray::from<int32_t>(bad_call.cu_q, {uint64_t(bad_call.cu_q.size())}));
+    std::vector<std::string> args = inputs;
+    args[9] = (dir_ / "bad_cu.npy").string();  // the file after --cu-seqlens-q
+    args.insert(args.end(), {"--out-dir", (dir_ / "bad").string()});
+    const auto bad = mfagen(args);
+    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
+    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+  }
+  const auto dense_inputs = mfagen({"run", varlen_spec, "--q", qf, "--k", kf, "--v", vf, "--out-dir",
+                                    (dir_ / "bad").string()});
+  EXPECT_EQ(dense_inputs.exit_code, 1);
+  EXPECT_THAT(dense_inputs.err, HasSubstr("expected a 4-d (batch, heads, seq, dim) array"));
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "attention_backward_reference.h"
+#include "device_tensor.h"
+#include "varlen_harness.h"
 #include "attention_reference.h"
 #include "gradient_tolerance.h"
 #include "mfagen/forward_dispatch.h"
@@ -22,52 +24,6 @@
 
 namespace mfagen::test {
 namespace {
-
-// A device buffer holding a BHSD tensor at the kernel's strides, in the
-// kernel's element encoding; `bytes` is exactly what the dispatch plan asks for.
-std::vector<std::byte> device_tensor(const std::vector<double>& bhsd, uint64_t b, uint64_t h, uint64_t s, uint64_t d,
-                                     const Strides3& st, reference::ElementType type, uint64_t bytes) {
-  std::vector<std::byte> buf(bytes, std::byte{0});
-  const uint64_t esize = type == reference::ElementType::float32 ? 4 : 2;
-  for (uint64_t ib = 0; ib < b; ++ib)
-    for (uint64_t ih = 0; ih < h; ++ih)
-      for (uint64_t is = 0; is < s; ++is)
-        for (uint64_t id = 0; id < d; ++id) {
-          const float x = float(bhsd[((ib * h + ih) * s + is) * d + id]);
-          const uint64_t at = (ib * st.batch + ih * st.head + is * st.row + id) * esize;
-          if (type == reference::ElementType::float32) {
-            std::memcpy(&buf[at], &x, 4);
-          } else {
-            const uint16_t bits = type == reference::ElementType::float16 ? reference::half_bits(x)
-                                                                           : reference::bfloat_bits(x);
-            std::memcpy(&buf[at], &bits, 2);
-          }
-        }
-  return buf;
-}
-
-std::vector<float> read_tensor(const std::vector<std::byte>& buf, uint64_t b, uint64_t h, uint64_t s, uint64_t d,
-                               const Strides3& st, reference::ElementType type) {
-  std::vector<float> out(b * h * s * d);
-  const uint64_t esize = type == reference::ElementType::float32 ? 4 : 2;
-  for (uint64_t ib = 0; ib < b; ++ib)
-    for (uint64_t ih = 0; ih < h; ++ih)
-      for (uint64_t is = 0; is < s; ++is)
-        for (uint64_t id = 0; id < d; ++id) {
-          const uint64_t at = (ib * st.batch + ih * st.head + is * st.row + id) * esize;
-          float x;
-          if (type == reference::ElementType::float32) {
-            std::memcpy(&x, &buf[at], 4);
-          } else {
-            uint16_t bits;
-            std::memcpy(&bits, &buf[at], 2);
-            x = type == reference::ElementType::float16 ? reference::half_from_bits(bits)
-                                                        : reference::bfloat_from_bits(bits);
-          }
-          out[((ib * h + ih) * s + is) * d + id] = x;
-        }
-  return out;
-}
 
 // (B, S, H, D) in memory: strides of the BHSD view.
 Strides3 bshd_strides(uint64_t heads, uint64_t seq, uint64_t d) { return {seq * heads * d, d, heads * d}; }
@@ -100,19 +56,27 @@ MaskData make_mask(const ForwardCase& c, reference::ElementType type) {
   return m;
 }
 
-std::vector<double> make_slopes(const ForwardCase& c) {
+}  // namespace
+
+std::vector<double> case_alibi_slopes(const ForwardCase& c) {
   std::vector<double> slopes(c.alibi_per_batch ? c.batch * c.heads_q : c.heads_q);
   for (size_t i = 0; i < slopes.size(); ++i)
     slopes[i] = double(float(std::exp2(-8.0 * double(i % c.heads_q + 1) / double(c.heads_q)) * (1 + i / c.heads_q)));
   return slopes;
 }
 
-}  // namespace
+
+std::vector<double> case_sinks(const ForwardCase& c) {
+  static constexpr double kLogits[] = {1.5, -0.75, 3.25, -INFINITY, 0.5, 4.0, -2.0, 2.25};
+  std::vector<double> sinks(c.heads_q);
+  for (uint64_t h = 0; h < c.heads_q; ++h) sinks[h] = kLogits[(h + c.seed) % 8];
+  return sinks;
+}
 
 std::string ForwardCase::describe() const {
-  std::string d = fmt::format("{} D={} Dv={} causal={} gqa={} lse={} B={} Hq={} Hkv={} Sq={} Sk={}",
-                              spec::to_string(dtype), head_dim, head_dim_v ? head_dim_v : head_dim,
-                              spec::to_string(causal), gqa, lse, batch, heads_q, heads_kv, seq_q, seq_k);
+  std::string d = fmt::format("{} D={} Dv={} causal={} gqa={} lse={} Hq={} Hkv={}", spec::to_string(dtype), head_dim,
+                              head_dim_v ? head_dim_v : head_dim, spec::to_string(causal), gqa, lse, heads_q, heads_kv);
+  if (varlen_q.empty()) d += fmt::format(" B={} Sq={} Sk={}", batch, seq_q, seq_k);
   if (bshd) d += " BSHD";
   if (tiles) d += fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups);
   if (target != spec::Target::apple9) d += fmt::format(" {}", spec::to_string(target));
@@ -123,6 +87,11 @@ std::string ForwardCase::describe() const {
   if (window) d += fmt::format(" window=({},{})", window->first, window->second);
   if (softcap > 0) d += fmt::format(" softcap={}", softcap);
   if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
+  if (sinks) d += " sinks";
+  if (!varlen_q.empty()) {
+    d += " varlen q/k lengths";
+    for (size_t b = 0; b < varlen_q.size(); ++b) d += fmt::format(" {}/{}", varlen_q[b], varlen_k[b]);
+  }
   if (kind == spec::Kind::decode) d += fmt::format(" decode splits={}", splits ? std::to_string(splits) : "auto");
   if (kind == spec::Kind::backward) d += " backward";
   if (q_scale != 1 || kv_scale != 1) d += fmt::format(" q x{} kv x{}", q_scale, kv_scale);
@@ -156,6 +125,8 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.window = c.window.has_value();
   s.softcap = c.softcap > 0;
   s.alibi = c.alibi;
+  s.sinks = c.sinks;
+  s.layout = c.varlen_q.empty() ? spec::Layout::dense : spec::Layout::varlen;
   s.kind = c.kind;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
@@ -163,6 +134,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
 }
 
 ForwardOutcome run_forward_case(const ForwardCase& c) {
+  if (!c.varlen_q.empty()) return run_varlen_case(c);
   // A backward case first runs the forward kernel of the same features.
   ForwardCase forward_case = c;
   if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;
@@ -196,8 +168,13 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   }
   std::vector<float> slopes;
   if (c.alibi) {
-    problem.alibi_slopes = make_slopes(c);
+    problem.alibi_slopes = case_alibi_slopes(c);
     slopes.assign(problem.alibi_slopes.begin(), problem.alibi_slopes.end());
+  }
+  std::vector<float> sinks;
+  if (c.sinks) {
+    problem.sinks = case_sinks(c);
+    sinks.assign(problem.sinks.begin(), problem.sinks.end());
   }
 
   const AttentionShape shape{c.batch, c.heads_q, c.heads_kv, c.seq_q, c.seq_k};
@@ -241,6 +218,7 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   }
   if (c.mask != spec::MaskKind::none) tensors[plan::kMaskIndex] = mask_bytes;
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slopes));
+  if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
   outcome.dispatch = cpu::execute(*module, dispatch, tensors);
 
   const reference::AttentionResult expected = reference::reference_attention(problem);
@@ -267,6 +245,8 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     tensors[plan::kDqIndex] = dq;
     tensors[plan::kDkIndex] = dk;
     tensors[plan::kDvIndex] = dv;
+    std::vector<float> d_sinks(c.sinks ? c.heads_q : 0, 12345.0f);
+    if (c.sinks) tensors[plan::kDSinksIndex] = std::as_writable_bytes(std::span(d_sinks));
     outcome.backward = cpu::execute(*bmodule, bdispatch, tensors);
     const reference::AttentionGradients want = reference::reference_attention_backward(problem, d_out);
     const reference::AttentionGradients naive_grads = reference::naive_attention_backward_in_dtype(problem, d_out, type);
@@ -280,6 +260,11 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
                                                           {c.batch, c.heads_kv, c.seq_k, problem.head_dim}));
     outcome.gradients.push_back(reference::check_gradient(got_dv, want.dv, naive_grads.dv, type, "dv",
                                                           {c.batch, c.heads_kv, c.seq_k, problem.head_dim_v}));
+    if (c.sinks) {
+      outcome.gradient_values.push_back(d_sinks);
+      outcome.gradients.push_back(
+          reference::check_gradient(d_sinks, want.d_sinks, naive_grads.d_sinks, type, "d_sinks", {1, 1, 1, c.heads_q}));
+    }
   }
   outcome.lse = c.lse ? reference::check_lse(lse, expected, problem) : reference::ToleranceVerdict{true, 0, 0, 0, "no lse"};
   return outcome;

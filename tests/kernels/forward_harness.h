@@ -39,6 +39,14 @@ struct ForwardCase {
   double softcap = 0;
   bool alibi = false;
   bool alibi_per_batch = false;
+  bool sinks = false;                     // one sink logit per q head (some -inf: heads without a sink)
+  // Layout varlen: the lengths of the packed sequences (batch = their count;
+  // seq_q and seq_k are ignored). Empty: dense tensors.
+  std::vector<uint32_t> varlen_q, varlen_k;
+  // varlen: the device's cu_seqlens decrease, go negative and run past the
+  // packed tensors (the host would refuse them); only the absence of
+  // detector findings (no access out of bounds) is judged.
+  bool corrupt_cu_seqlens = false;
   spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16); backward: dq, dk, dv
                                           // after the forward kernel of the same features
   uint32_t splits = 0;                    // decode: 0 = chosen from the shape
@@ -58,8 +66,8 @@ struct ForwardOutcome {
   bool judge_forward = true;
   cpu::DispatchResult dispatch;
   cpu::DispatchResult backward;                    // backward cases: the three backward launches
-  std::vector<reference::ToleranceVerdict> gradients;  // backward cases: dq, dk, dv
-  std::vector<std::vector<float>> gradient_values;     // backward cases: dq, dk, dv as written
+  std::vector<reference::ToleranceVerdict> gradients;  // backward cases: dq, dk, dv, and d_sinks with sinks
+  std::vector<std::vector<float>> gradient_values;     // backward cases: dq, dk, dv (, d_sinks) as written
   uint32_t splits = 0;             // decode: the key splits the dispatch used
   std::vector<float> out_values;   // (B, Hq, Sq, Dv) as the kernel wrote them
   std::vector<float> lse_values;   // (B, Hq, Sq)
@@ -76,6 +84,12 @@ struct ForwardOutcome {
 inline void PrintTo(const ForwardCase& c, std::ostream* os) { *os << c.describe(); }
 
 spec::KernelSpec make_spec(const ForwardCase& c);
+// The sink logits of a case with sinks, one per q head: around the size of a
+// row's lse, so that the sink takes a real share of the softmax, and -inf
+// (no sink) for some heads.
+std::vector<double> case_sinks(const ForwardCase& c);
+// ALiBi slopes of a case: (Hq,) or (B, Hq) with alibi_per_batch.
+std::vector<double> case_alibi_slopes(const ForwardCase& c);
 ForwardOutcome run_forward_case(const ForwardCase& c);
 
 }  // namespace mfagen::test

@@ -17,6 +17,7 @@ AttentionCall make_call(const selftest::SelftestCase& c, const KernelEntry& kern
   out.inputs[kForwardV] = in.v;
   if (!in.mask.empty()) out.inputs[kForwardMask] = in.mask;
   if (!in.alibi_slopes.empty()) out.inputs[kForwardAlibi] = in.alibi_slopes;
+  if (!in.sinks.empty()) out.inputs[kForwardSinks] = in.sinks;
   if (kernel.info.backward) {
     // What a forward kernel gives the backward: out and lse of the same math
     // in the input dtype.

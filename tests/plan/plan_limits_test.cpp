@@ -59,7 +59,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "forward's lse: lse must be true"},
         Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 16, "simdgroups": 4}})",
                 "p.json: tiles.block_k: attn_bwd_f16_d64_gqa_q32k16s4: block_k 16 must be a multiple of 8 x "
-                "simdgroups = 32 (backward: each simdgroup owns whole 8-key tiles of dK and dV)"}));
+                "simdgroups = 32 (backward: each simdgroup owns whole 8-key tiles of dK and dV)"},
+        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64, "layout": "varlen"})",
+                "p.json: layout: attn_decode_f16_d64_gqa_varlen: varlen packs sequences for prefill and training "
+                "(kind forward or backward); a decode kernel takes dense queries (at most 16 per sequence): use "
+                "layout dense"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "layout": "varlen", "mask": "bool"})",
+                "p.json: layout: attn_fwd_f16_d64_gqa_mask_bool_varlen: a mask is a dense (B, Hq, Sq, Sk) tensor, "
+                "which a packed batch of sequences of different lengths does not have: use mask none with layout "
+                "varlen (causal and window apply per sequence)"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");
@@ -116,14 +124,21 @@ TEST(Plan, ParamsBytesMatchTheDispatchLayout) {
         s.softcap = features & 2;
         s.alibi = features & 4;
         s.name = "k";
-        const KernelPlan p = plan_kernel(s);
         ForwardCall call;
         call.shape = {1, 2, 1, 3, 40};
         call.strides = contiguous_bhsd(call.shape, 64, 64);
         if (s.softcap) call.softcap = 1;
         if (mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, 3, 40});
-        const DispatchPlan d = plan_forward(forward_kernel_info(p), call);
-        EXPECT_EQ(p.params_bytes, d.params.size()) << int(kind) << " " << int(mask) << " " << features;
+        EXPECT_EQ(plan_kernel(s).params_bytes, plan_forward(forward_kernel_info(plan_kernel(s)), call).params.size())
+            << int(kind) << " " << int(mask) << " " << features;
+        // Serving features (no mask, no decode for varlen): sinks add no field, varlen adds two.
+        if (mask != spec::MaskKind::none || kind == spec::Kind::decode) continue;
+        s.sinks = true;
+        s.layout = spec::Layout::varlen;
+        call.total_q = 3;
+        call.total_k = 40;
+        EXPECT_EQ(plan_kernel(s).params_bytes, plan_forward(forward_kernel_info(plan_kernel(s)), call).params.size())
+            << int(kind) << " varlen " << features;
       }
 }
 

@@ -130,6 +130,16 @@ std::vector<Case> cases() {
     p.bool_mask[9] = 0;
     p.additive_mask = random_tensor(32, 17, ElementType::float32, 0.5);
     all.push_back({"everything", p});
+    p.sinks = {0.5, -1.0, 2.0, 0.25};  // and attention sinks
+    all.push_back({"everything_with_sinks", p});
+  }
+  {
+    AttentionProblem p = base(4, 6);
+    p.sinks = {1.25, -0.5};
+    all.push_back({"sinks", p});
+    p = with_hidden_row(base(4, 5, CausalMode::bottom_right));  // a row with no key: lse is the sink
+    p.sinks = {-INFINITY, 0.75};                                // and a head without a sink
+    all.push_back({"sinks_hidden_row_and_no_sink", p});
   }
   return all;
 }
@@ -175,6 +185,16 @@ void expect_matches_finite_differences(AttentionProblem p, double q_scale = 1, d
   check(&AttentionProblem::q, g.dq, "dq");
   check(&AttentionProblem::k, g.dk, "dk");
   check(&AttentionProblem::v, g.dv, "dv");
+  if (p.sinks.empty()) return;
+  // d_sinks: by finite differences too, over the heads that have a sink.
+  AttentionProblem with_finite_sinks = p;
+  for (size_t h = 0; h < p.sinks.size(); ++h)
+    if (std::isinf(p.sinks[h])) EXPECT_EQ(g.d_sinks[h], 0.0) << "a head without a sink has no sink gradient";
+  for (double& s : with_finite_sinks.sinks)
+    if (std::isinf(s)) s = 0;  // keep the central differences finite; its gradient is then checked too
+  p = with_finite_sinks;
+  const AttentionGradients finite_g = reference_attention_backward(p, d_out);
+  check(&AttentionProblem::sinks, finite_g.d_sinks, "d_sinks");
 }
 
 class BackwardReference : public ::testing::TestWithParam<Case> {};

@@ -302,6 +302,32 @@ TEST(Reference, BroadcastMasksEqualTheirExpansion) {
   EXPECT_NEAR(a.lse[0], max + std::log(sum), 1e-14);
 }
 
+TEST(Reference, SinkIsOneMoreSoftmaxColumnWithoutValue) {
+  // Three equal logits (q = 0) and v = 0, 1, 2: without a sink out = 1 and
+  // lse = ln 3. A sink of logit ln 3 weighs as much as the three keys
+  // together: out halves to 1/2 and lse = ln 6.
+  AttentionProblem p = uniform_problem(1, 3, CausalMode::none);
+  p.sinks = {std::log(3.0)};
+  AttentionResult r = reference_attention(p);
+  EXPECT_NEAR(r.out[0], 0.5, 1e-14);
+  EXPECT_NEAR(r.lse[0], std::log(6.0), 1e-14);
+  // A sink of -inf is no sink.
+  p.sinks = {-kInf};
+  r = reference_attention(p);
+  EXPECT_NEAR(r.out[0], 1.0, 1e-14);
+  EXPECT_NEAR(r.lse[0], std::log(3.0), 1e-14);
+  // A row that sees no key: out 0, lse the sink (bottom_right, Sq > Sk: query 0 sees nothing).
+  p = uniform_problem(5, 3, CausalMode::bottom_right);
+  p.sinks = {0.75};
+  r = reference_attention(p);
+  EXPECT_EQ(r.out[0], 0.0);
+  EXPECT_EQ(r.lse[0], 0.75);
+  EXPECT_NEAR(r.lse[2], std::log(1.0 + std::exp(0.75)), 1e-14);  // query 2 sees key 0 only
+  // The naive float32 variant follows it.
+  const AttentionResult naive = naive_attention_in_dtype(p, ElementType::float32);
+  for (size_t i = 0; i < r.lse.size(); ++i) EXPECT_NEAR(naive.lse[i], r.lse[i], 1e-6);
+}
+
 TEST(Reference, RejectsInconsistentProblems) {
   AttentionProblem p = uniform_problem(2, 3, CausalMode::none);
   EXPECT_NO_THROW(validate(p));
@@ -331,6 +357,15 @@ TEST(Reference, RejectsInconsistentProblems) {
   bad = p;
   bad.v[0] = std::nan("");
   EXPECT_THROW(validate(bad), std::invalid_argument);
+  bad = p;
+  bad.sinks = {1, 2};  // one per q head
+  EXPECT_THROW(validate(bad), std::invalid_argument);
+  bad.sinks = {std::nan("")};
+  EXPECT_THROW(validate(bad), std::invalid_argument);
+  bad.sinks = {kInf};
+  EXPECT_THROW(validate(bad), std::invalid_argument);
+  bad.sinks = {-kInf};
+  EXPECT_NO_THROW(validate(bad));
 }
 
 // A random problem with every feature switched on, inputs rounded to `type`.

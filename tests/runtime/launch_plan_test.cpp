@@ -21,7 +21,10 @@ const Library& library() {
     {"kind": "decode", "dtype": ["float16", "float32"], "head_dim": [64, 128], "lse": [true, false]},
     {"kind": "decode", "dtype": "float16", "head_dim": 64, "mask": "additive", "window": true, "alibi": true},
     {"kind": "backward", "dtype": ["float16", "float32"], "head_dim": 64, "softcap": [false, true]},
-    {"kind": "backward", "dtype": "float16", "head_dim": 64, "mask": "bool", "alibi": true, "window": true}]})"));
+    {"kind": "backward", "dtype": "float16", "head_dim": 64, "mask": "bool", "alibi": true, "window": true},
+    {"kind": ["forward", "decode", "backward"], "dtype": "float16", "head_dim": 64, "sinks": true},
+    {"kind": ["forward", "backward"], "dtype": "bfloat16", "head_dim": 64, "layout": "varlen", "sinks": [false, true],
+     "causal": "bottom_right"}]})"));
   return l;
 }
 
@@ -76,6 +79,11 @@ ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
     c.mask_strides = broadcast_strides({rng() % 2 ? s.batch : 1, rng() % 2 ? s.heads_q : 1, s.seq_q, s.seq_k});
   if (kernel.info.alibi) c.alibi_per_batch = rng() % 2;
   if (kernel.kind == KernelKind::decode && rng() % 3 == 0) c.splits = uint32_t(1 + rng() % std::min<uint64_t>(s.seq_k, 40));
+  if (kernel.info.varlen) {  // packed: batch sequences of at most seq_q / seq_k rows
+    c.total_q = s.batch * s.seq_q - rng() % s.seq_q;
+    c.total_k = s.batch * s.seq_k - rng() % s.seq_k;
+    c.strides = packed_varlen(s, c.total_q, d, dv);
+  }
   return c;
 }
 
@@ -119,6 +127,7 @@ TEST(LaunchPlan, RejectsWhatPlanForwardRejectsWithTheSameMessage) {
       [](const KernelEntry& k, ForwardCall& c) { c.splits = k.kind == KernelKind::decode ? uint32_t(c.shape.seq_k + 1) : 1; },
       [](const KernelEntry&, ForwardCall& c) { c.shape.seq_q = 17; },
       [](const KernelEntry&, ForwardCall& c) { c.scale = std::numeric_limits<double>::infinity(); },
+      [](const KernelEntry& k, ForwardCall& c) { c.total_q = k.info.varlen ? 0 : 5; },
   };
   size_t rejected = 0;
   for (const KernelEntry& kernel : kernels)
@@ -174,6 +183,7 @@ TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
     ForwardCall call;
     call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
     if (kernel.info.softcap) call.softcap = 1;
+    if (kernel.info.varlen) call.total_q = call.total_k = 1;
     const LaunchPlan p = Library::launch_plan(kernel, call);
     EXPECT_EQ(p.params_size, kernel.params_bytes) << kernel.name;
     EXPECT_EQ(p.launch_count, kernel.entries.size()) << kernel.name;

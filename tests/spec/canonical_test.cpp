@@ -26,6 +26,24 @@ TEST(Canonical, JsonHasEveryFieldInTableOrder) {
             R"("name":"attn_fwd_f16_d128_causal_br_gqa"})");
 }
 
+// Serving features (DESIGN.md section 13) appear in the canonical form only
+// when on, so that every kernel without them keeps its name and hash.
+TEST(Canonical, ServingFeaturesAppearOnlyWhenOn) {
+  KernelSpec s = base();
+  EXPECT_EQ(canonical_json(s).find("sinks"), std::string::npos);
+  s.sinks = true;
+  EXPECT_NE(canonical_json(s).find(R"("alibi":false,"sinks":true,"lse":true)"), std::string::npos);
+  auto back = parse_spec_text(canonical_json(s), "canonical.json");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(back[0].sinks);
+  EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks");
+  s.layout = Layout::varlen;
+  EXPECT_NE(canonical_json(s).find(R"("sinks":true,"layout":"varlen","lse":true)"), std::string::npos);
+  back = parse_spec_text(canonical_json(s), "canonical.json");
+  EXPECT_EQ(back.at(0).layout, Layout::varlen);
+  EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks_varlen");
+}
+
 TEST(Canonical, JsonIsIdenticalForEqualSpecsWrittenDifferently) {
   auto other = parse_spec_text(R"({"kernels": [{"comment": "same kernel, spelled out",
       "causal": "bottom_right", "head_dim_v": 128, "target": "apple9", "lse": true,
@@ -56,6 +74,8 @@ TEST(Canonical, JsonDiffersWhenAnyFieldDiffers) {
       [](KernelSpec& s) { s.window = true; },
       [](KernelSpec& s) { s.softcap = true; },
       [](KernelSpec& s) { s.alibi = true; },
+      [](KernelSpec& s) { s.sinks = true; },
+      [](KernelSpec& s) { s.layout = Layout::varlen; },
       [](KernelSpec& s) { s.lse = false; },
       [](KernelSpec& s) { s.tiles = Tiles{32, 32, 4}; },
       [](KernelSpec& s) { s.target = Target::apple10; },

@@ -30,6 +30,8 @@ TEST(SpecExpansion, DefaultsFillOmittedFields) {
   EXPECT_FALSE(s.window);
   EXPECT_FALSE(s.softcap);
   EXPECT_FALSE(s.alibi);
+  EXPECT_FALSE(s.sinks);
+  EXPECT_EQ(s.layout, Layout::dense);
   EXPECT_TRUE(s.lse);
   EXPECT_FALSE(s.tiles.has_value());
   EXPECT_EQ(s.target, Target::apple9);
@@ -44,7 +46,7 @@ TEST(SpecExpansion, EveryFieldIsRead) {
     "comment": "every field, none at its default",
     "kind": "backward", "dtype": "float32", "head_dim": 576, "head_dim_v": 512,
     "causal": "top_left", "gqa": false, "mask": "additive", "window": true,
-    "softcap": true, "alibi": true, "lse": false, "accumulate": "float32",
+    "softcap": true, "alibi": true, "sinks": true, "layout": "varlen", "lse": false, "accumulate": "float32",
     "tiles": {"block_q": 64, "block_k": 16, "simdgroups": 8}, "target": "apple7"})",
                                "all.json");
   ASSERT_EQ(specs.size(), 1u);
@@ -59,11 +61,13 @@ TEST(SpecExpansion, EveryFieldIsRead) {
   EXPECT_TRUE(s.window);
   EXPECT_TRUE(s.softcap);
   EXPECT_TRUE(s.alibi);
+  EXPECT_TRUE(s.sinks);
+  EXPECT_EQ(s.layout, Layout::varlen);
   EXPECT_FALSE(s.lse);
   EXPECT_EQ(s.tiles, (Tiles{64, 16, 8}));
   EXPECT_EQ(s.target, Target::apple7);
   EXPECT_EQ(s.name,
-            "attn_bwd_f32_d576_dv512_causal_tl_mask_add_window_softcap_alibi_nolse_q64k16s8_apple7");
+            "attn_bwd_f32_d576_dv512_causal_tl_mask_add_window_softcap_alibi_sinks_varlen_nolse_q64k16s8_apple7");
 }
 
 TEST(SpecExpansion, CartesianProductWithLastFieldFastest) {

@@ -33,9 +33,11 @@ struct ForwardKernelInfo {
   bool window = false;
   bool softcap = false;
   bool alibi = false;
+  bool sinks = false;           // a float32 sink logit per q head (buffer "sinks"); backward also writes d_sinks
+  bool varlen = false;          // packed sequences: q (total_q, Hq, D), ..., cu_seqlens_q and cu_seqlens_k
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
-  bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq": dQ, dK, dV from dO, out and lse
+  bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
 };
 
 struct AttentionShape {
@@ -56,6 +58,19 @@ struct ForwardStrides {
 // Contiguous BHSD strides for a shape.
 ForwardStrides contiguous_bhsd(const AttentionShape& shape, uint32_t head_dim, uint32_t head_dim_v);
 
+// Strides of packed varlen tensors (DESIGN.md section 13): q (total_q, Hq, D),
+// k (total_k, Hkv, D), v (total_k, Hkv, Dv), out (total_q, Hq, Dv), lse (Hq,
+// total_q); the batch stride is 0 (each sequence starts at its cu_seqlens row).
+ForwardStrides packed_varlen(const AttentionShape& shape, uint64_t total_q, uint32_t head_dim, uint32_t head_dim_v);
+
+// Checks cu_seqlens of a varlen call as the host holds them: batch + 1
+// entries, starting at 0, never decreasing, ending at `total` rows, no
+// sequence longer than `longest`. Throws DispatchError naming `what`
+// ("cu_seqlens_q") and the first offending entry. Kernels also clamp what
+// they read, so bad device data cannot make them access memory out of bounds.
+void check_cu_seqlens(const int32_t* cu_seqlens, size_t count, uint64_t batch, uint64_t total, uint64_t longest,
+                      std::string_view what);
+
 // One call's runtime values beyond shape and strides. Values for features
 // the kernel was generated without must stay at their defaults.
 struct ForwardCall {
@@ -68,6 +83,10 @@ struct ForwardCall {
   std::array<uint64_t, 4> mask_strides{};  // mask kernels: element strides over (B, Hq, Sq, Sk), 0 = broadcast
   bool alibi_per_batch = false;     // alibi kernels: slopes (B, Hq) instead of (Hq,)
   uint32_t splits = 0;              // decode kernels: key splits; 0 = chosen from the shape
+  // varlen kernels: rows of the packed q/out and k/v. shape.batch is the
+  // number of sequences and shape.seq_q, shape.seq_k the longest ones (the grid
+  // covers them; shorter sequences leave the extra threadgroups at once).
+  uint64_t total_q = 0, total_k = 0;
 };
 
 // Decode: seq_q may be at most this (DESIGN.md section 4).
@@ -79,7 +98,7 @@ std::array<uint64_t, 4> broadcast_strides(const std::array<uint64_t, 4>& extents
 
 struct BufferRequirement {
   uint32_t index = 0;
-  std::string name;   // q, k, v, out, lse, params, mask, alibi_slopes, out_partial, lse_partial
+  std::string name;   // q, k, v, out, lse, params, mask, alibi_slopes, sinks, out_partial, lse_partial, ...
   uint64_t bytes = 0; // smallest buffer the kernel may touch for this call
   bool written = false;
   bool scratch = false;  // the backend allocates it for the call (decode partials); not a user tensor
@@ -132,6 +151,7 @@ inline uint32_t choose_decode_splits(uint64_t seq_k, uint64_t other_threadgroups
 inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardOut = 3, kForwardLse = 4,
                           kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7, kForwardOutPartial = 8,
                           kForwardLsePartial = 9, kBackwardDOut = 10, kBackwardDq = 11, kBackwardDk = 12,
-                          kBackwardDv = 13, kBackwardDRows = 14;
+                          kBackwardDv = 13, kBackwardDRows = 14, kForwardSinks = 15, kBackwardDSinks = 16,
+                          kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18;
 
 }  // namespace mfagen
