@@ -31,6 +31,7 @@
 #include "run_feature_inputs.h"
 #include "session/kernel_selection.h"
 #include "session/packed_sequences.h"
+#include "session/paged_cache_inputs.h"
 #include "session/sink_logits.h"
 #include "session/spec_library.h"
 #include "spec/spec_parser.h"
@@ -46,7 +47,7 @@ namespace {
 
 struct RunArgs {
   std::string spec;
-  std::string q, k, v, mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, d_out;
+  std::string q, k, v, mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, block_table, cache_seqlens, d_out;
   std::optional<double> scale, softcap;
   std::optional<int64_t> window_left, window_right;
   std::string dtype, causal;
@@ -107,30 +108,42 @@ int run(const RunArgs& args) {
   const bool packed = !args.cu_seqlens_q.empty() || !args.cu_seqlens_k.empty();
   const InputTensor q = read_input("--q", args.q, packed), k = read_input("--k", args.k, packed),
                     v = read_input("--v", args.v, packed);
-  const size_t dim = packed ? 2 : 3;  // the head dim's axis
-  if (!packed) {
+  // K and V in a paged cache (num_pages, page_size, Hkv, D) with a block table.
+  const bool paged = !args.block_table.empty() || !args.cache_seqlens.empty();
+  if (packed && paged)
+    throw UserError("--cu-seqlens-q/k and --block-table/--cache-seqlens: paged caches take dense queries");
+  const size_t dim = packed ? 2 : 3;            // the head dim's axis
+  const size_t kv_heads_axis = paged ? 2 : 1;   // of k and v
+  if (paged) {
+    require_same(k, 0, v, 0, "the page counts");
+    require_same(k, 1, v, 1, "the page sizes");
+  } else if (!packed) {
     require_same(q, 0, k, 0, "the batch sizes");
     require_same(k, 0, v, 0, "the batch sizes");
   }
-  require_same(k, 1, v, 1, "the kv head counts");
-  require_same(k, dim - 1, v, dim - 1, packed ? "the packed key rows" : "the key sequence lengths");
+  require_same(k, kv_heads_axis, v, kv_heads_axis, "the kv head counts");
+  if (!paged) require_same(k, dim - 1, v, dim - 1, packed ? "the packed key rows" : "the key sequence lengths");
   require_same(q, dim, k, dim, "head_dim (the last dimension of q and k)");
-  if (q.shape[1] % k.shape[1] != 0)
+  const uint64_t heads_kv = k.shape[kv_heads_axis];
+  if (q.shape[1] % heads_kv != 0)
     throw UserError(fmt::format("{} has {} heads and {} has {}: the q heads must be a multiple of the kv heads",
-                                q.what, q.shape[1], k.what, k.shape[1]));
+                                q.what, q.shape[1], k.what, heads_kv));
   const uint64_t total_q = packed ? q.shape[0] : 0, total_k = packed ? k.shape[0] : 0;
   std::optional<session::PackedSequences> sequences;
   if (packed) sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, total_q, total_k);
+  std::optional<session::PagedCacheInputs> cache;
+  if (paged) cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.shape[0], k.shape[0], k.shape[1]);
 
   session::CallRequest request;
   request.batch = packed ? sequences->batch : q.shape[0];
   request.head_dim = q.shape[dim];
   request.head_dim_v = v.shape[dim];
   request.heads_q = q.shape[1];
-  request.heads_kv = k.shape[1];
+  request.heads_kv = heads_kv;
   request.seq_q = packed ? sequences->longest_q : q.shape[2];
-  request.seq_k = packed ? sequences->longest_k : k.shape[2];
+  request.seq_k = packed ? sequences->longest_k : paged ? cache->longest : k.shape[2];
   request.varlen = packed;
+  request.paged = paged;
   request.has_mask = !args.mask.empty();
   request.alibi = !args.alibi_slopes.empty();
   request.softcap = args.softcap.has_value();
@@ -150,6 +163,12 @@ int run(const RunArgs& args) {
                         : contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
   call.total_q = total_q;
   call.total_k = total_k;
+  if (paged) {
+    call.strides = paged_kv(shape, k.shape[1], plan.spec.head_dim, plan.spec.head_dim_v);
+    call.page_size = k.shape[1];
+    call.num_pages = k.shape[0];
+    call.max_pages = cache->max_pages;
+  }
   call.scale = args.scale.value_or(0);
   call.softcap = args.softcap.value_or(0);
   call.window_left = args.window_left.value_or(-1);
@@ -214,6 +233,12 @@ int run(const RunArgs& args) {
   if (!sinks.empty()) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
   std::vector<int32_t> cu_q = packed ? sequences->cu_seqlens_q : std::vector<int32_t>{},
                        cu_k = packed ? sequences->cu_seqlens_k : std::vector<int32_t>{};
+  std::vector<int32_t> block_table = paged ? cache->block_table : std::vector<int32_t>{},
+                       cache_seqlens = paged ? cache->cache_seqlens : std::vector<int32_t>{};
+  if (paged) {
+    tensors[plan::kBlockTableIndex] = std::as_writable_bytes(std::span(block_table));
+    tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache_seqlens));
+  }
   if (packed) {
     tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q));
     tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(cu_k));
@@ -294,6 +319,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "Packed sequences (a spec with layout varlen): q (Tq, Hq, D), k (Tk, Hkv, D), v (Tk, Hkv, Dv) with\n"
       "--cu-seqlens-q and --cu-seqlens-k (<i4, B + 1 row offsets from 0); out.npy is (Tq, Hq, Dv), lse.npy\n"
       "(Hq, Tq).\n"
+      "A paged KV cache (a spec with kv_cache paged): k (num_pages, page_size, Hkv, D), v (num_pages,\n"
+      "page_size, Hkv, Dv) with --block-table (<i4, (B, max_pages)) and --cache-seqlens (<i4, (B,)).\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
@@ -307,6 +334,10 @@ void register_run_command(CLI::App& app, CommandAction& action) {
   run_app->add_option("--cu-seqlens-q", args->cu_seqlens_q, "varlen: B + 1 query row offsets (<i4)")
       ->type_name("CU.npy");
   run_app->add_option("--cu-seqlens-k", args->cu_seqlens_k, "varlen: B + 1 key row offsets (<i4)")->type_name("CU.npy");
+  run_app->add_option("--block-table", args->block_table, "paged KV cache: (B, max_pages) page of each block (<i4)")
+      ->type_name("BT.npy");
+  run_app->add_option("--cache-seqlens", args->cache_seqlens, "paged KV cache: (B,) keys per sequence (<i4)")
+      ->type_name("CS.npy");
   run_app->add_option("--scale", args->scale, "softmax scale (default 1/sqrt(D))")->type_name("X");
   run_app->add_option("--softcap", args->softcap, "logit soft-capping value")->type_name("X");
   run_app->add_option("--window-left", args->window_left, "sliding window: keys before the diagonal (-1: all)")->type_name("N");

@@ -9,7 +9,8 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
                     kLsePartialIndex == kForwardLsePartial && kDOutIndex == kBackwardDOut &&
                     kDqIndex == kBackwardDq && kDkIndex == kBackwardDk && kDvIndex == kBackwardDv &&
                     kDRowsIndex == kBackwardDRows && kSinksIndex == kForwardSinks && kDSinksIndex == kBackwardDSinks &&
-                    kCuSeqlensQIndex == kForwardCuSeqlensQ && kCuSeqlensKIndex == kForwardCuSeqlensK,
+                    kCuSeqlensQIndex == kForwardCuSeqlensQ && kCuSeqlensKIndex == kForwardCuSeqlensK &&
+                    kBlockTableIndex == kForwardBlockTable && kCacheSeqlensIndex == kForwardCacheSeqlens,
                 "the planner's buffer table and the runtime's dispatch agree on indices");
   ForwardKernelInfo info;
   info.entry = p.entry;
@@ -30,6 +31,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.alibi = p.spec.alibi;
   info.sinks = p.spec.sinks;
   info.varlen = p.spec.layout == spec::Layout::varlen;
+  info.paged = p.spec.kv_cache == spec::KvCache::paged;
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;

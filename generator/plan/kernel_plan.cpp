@@ -34,6 +34,14 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, "layout",
            "a mask is a dense (B, Hq, Sq, Sk) tensor, which a packed batch of sequences of different lengths does "
            "not have: use mask none with layout varlen (causal and window apply per sequence)");
+  if (s.kv_cache == spec::KvCache::paged && s.kind == spec::Kind::backward)
+    refuse(s, "kv_cache",
+           "a paged cache serves inference (kind forward: prefill against the cache, or decode); the training "
+           "backward takes dense k and v: use kv_cache dense");
+  if (s.kv_cache == spec::KvCache::paged && s.layout == spec::Layout::varlen)
+    refuse(s, "kv_cache",
+           "paged caches take dense (B, Hq, Sq, D) queries in this version (each sequence's keys come from its "
+           "block table row and cache length): use layout dense with kv_cache paged");
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -76,6 +84,10 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   if (s.mask == spec::MaskKind::additive) buffers.push_back({kMaskIndex, "mask", "device const " + elem + "*", false});
   if (s.alibi) buffers.push_back({kAlibiIndex, "alibi_slopes", "device const float*", false});
   if (s.sinks) buffers.push_back({kSinksIndex, "sinks", "device const float*", false});
+  if (s.kv_cache == spec::KvCache::paged) {
+    buffers.push_back({kBlockTableIndex, "block_table", "device const int*", false});
+    buffers.push_back({kCacheSeqlensIndex, "cache_seqlens", "device const int*", false});
+  }
   if (s.layout == spec::Layout::varlen) {
     buffers.push_back({kCuSeqlensQIndex, "cu_seqlens_q", "device const int*", false});
     buffers.push_back({kCuSeqlensKIndex, "cu_seqlens_k", "device const int*", false});
@@ -108,6 +120,7 @@ uint32_t params_bytes(const spec::KernelSpec& s) {
   if (s.softcap) bytes += 4 * 2;                            // scale, softcap
   if (s.window) bytes += 4 * 2;                             // window_left, window_right
   if (s.alibi) bytes += 4;                                  // alibi_batch_stride
+  if (s.kv_cache == spec::KvCache::paged) bytes += 4 * 3;   // page_size, max_pages, num_pages
   if (s.layout == spec::Layout::varlen) bytes += 4 * 2;     // total_q, total_k
   if (s.kind == spec::Kind::decode) bytes += 4 * 3;         // splits, split_keys, row_blocks
   return round_up(bytes, 8);

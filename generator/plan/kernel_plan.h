@@ -78,6 +78,8 @@ inline constexpr uint32_t kDOutIndex = 10, kDqIndex = 11, kDkIndex = 12, kDvInde
 inline constexpr uint32_t kSinksIndex = 15, kDSinksIndex = 16;
 // Variable-length batches: where each packed sequence starts (B + 1 int32 each).
 inline constexpr uint32_t kCuSeqlensQIndex = 17, kCuSeqlensKIndex = 18;
+// Paged KV caches: the block table (B, max_pages) and the cache lengths (B,), int32.
+inline constexpr uint32_t kBlockTableIndex = 19, kCacheSeqlensIndex = 20;
 // Backward kernels keep more fragments live (q, dO, dQ or k, v, dK, dV);
 // past 256 head dims they spill, which costs speed, not correctness.
 inline constexpr uint32_t kMaxBackwardFragmentFloatsPerThread = 1024;

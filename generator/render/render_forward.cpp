@@ -89,6 +89,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"d_sinks_index", number(plan::kDSinksIndex)},
       {"cu_seqlens_q_index", number(plan::kCuSeqlensQIndex)},
       {"cu_seqlens_k_index", number(plan::kCuSeqlensKIndex)},
+      {"block_table_index", number(plan::kBlockTableIndex)},
+      {"cache_seqlens_index", number(plan::kCacheSeqlensIndex)},
       {"lse", s.lse},
       {"gqa", s.gqa},
       {"causal", causal},
@@ -111,6 +113,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"alibi", s.alibi},
       {"sinks", s.sinks},
       {"varlen", s.layout == spec::Layout::varlen},
+      {"paged", s.kv_cache == spec::KvCache::paged},
       {"mask", mask},
       // Scores without additive terms stay raw dots until the exp2 (forward).
       {"plain_scores", !s.softcap && !s.alibi && !mask},

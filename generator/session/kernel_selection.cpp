@@ -11,11 +11,12 @@ namespace {
 
 std::string describe_kernel(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
-  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{})", k.name,
+  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{})", k.name,
                      to_string(k.kind), to_string(k.dtype), i.head_dim, i.head_dim_v, to_string(k.causal), i.gqa,
                      i.mask == MaskInput::none ? "none" : i.mask == MaskInput::boolean ? "bool" : "additive",
                      i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "",
-                     i.sinks ? ", sinks" : "", i.varlen ? ", varlen" : "");
+                     i.sinks ? ", sinks" : "", i.varlen ? ", varlen" : "",
+                     i.paged ? ", paged" : "");
 }
 
 }  // namespace
@@ -31,6 +32,7 @@ std::string CallRequest::describe() const {
   if (window) d += ", a window";
   if (sinks) d += ", sink logits";
   if (varlen) d += fmt::format(", {} packed sequences", batch);
+  if (paged) d += ", a paged KV cache";
   if (backward) d += ", dO (backward)";
   return d;
 }
@@ -49,6 +51,7 @@ AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtyp
   q.alibi = r.alibi;
   q.sinks = r.sinks;
   q.varlen = r.varlen;
+  q.paged = r.paged;
   q.need_lse = need_lse;
   q.shape = {r.batch, r.heads_q, r.heads_kv, r.seq_q, r.seq_k};
   return q;

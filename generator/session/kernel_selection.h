@@ -19,6 +19,7 @@ struct CallRequest {
   MaskInput mask = MaskInput::none;  // from the kind of the set's kernels when --mask is given
   bool has_mask = false, alibi = false, softcap = false, window = false, sinks = false, backward = false;
   bool varlen = false;  // packed sequences: seq_q, seq_k are the longest
+  bool paged = false;   // a paged KV cache: seq_k is the longest cache length
   std::optional<spec::DType> dtype;
   std::optional<spec::Causal> causal;
   std::string describe() const;

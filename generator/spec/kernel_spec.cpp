@@ -58,13 +58,21 @@ std::string_view to_string(Layout v) {
   return "?";
 }
 
+std::string_view to_string(KvCache v) {
+  switch (v) {
+    case KvCache::dense: return "dense";
+    case KvCache::paged: return "paged";
+  }
+  return "?";
+}
+
 // origin is left out on purpose: the same kernel asked for by two files is
 // the same kernel (that is how duplicates are recognised).
 bool KernelSpec::operator==(const KernelSpec& o) const {
   return kind == o.kind && dtype == o.dtype && head_dim == o.head_dim &&
          head_dim_v == o.head_dim_v && causal == o.causal && gqa == o.gqa &&
          mask == o.mask && window == o.window && softcap == o.softcap &&
-         alibi == o.alibi && sinks == o.sinks && layout == o.layout && lse == o.lse && tiles == o.tiles &&
+         alibi == o.alibi && sinks == o.sinks && layout == o.layout && kv_cache == o.kv_cache && lse == o.lse && tiles == o.tiles &&
          target == o.target && name == o.name && name_given == o.name_given;
 }
 

@@ -21,6 +21,10 @@ enum class Target { apple7, apple8, apple9, apple10 };
 // tensors, or variable-length sequences packed as (T, H, D) with
 // cu_seqlens_q / cu_seqlens_k marking where each sequence starts.
 enum class Layout { dense, varlen };
+// Where keys and values live (DESIGN.md section 13): dense (B, Hkv, Sk, D)
+// tensors, or a paged cache (num_pages, page_size, Hkv, D) read through a
+// block table, with per-sequence cache lengths.
+enum class KvCache { dense, paged };
 
 // Every value of each enum, in the order of DESIGN.md section 2, so that
 // parsers and error messages can list them ("expected one of ...").
@@ -30,6 +34,7 @@ inline constexpr std::array kAllCausals{Causal::none, Causal::top_left, Causal::
 inline constexpr std::array kAllMaskKinds{MaskKind::none, MaskKind::boolean, MaskKind::additive};
 inline constexpr std::array kAllTargets{Target::apple7, Target::apple8, Target::apple9, Target::apple10};
 inline constexpr std::array kAllLayouts{Layout::dense, Layout::varlen};
+inline constexpr std::array kAllKvCaches{KvCache::dense, KvCache::paged};
 
 // The JSON spelling of each value ("forward", "float16", "bottom_right", "bool", "apple9").
 std::string_view to_string(Kind);
@@ -38,6 +43,7 @@ std::string_view to_string(Causal);
 std::string_view to_string(MaskKind);
 std::string_view to_string(Target);
 std::string_view to_string(Layout);
+std::string_view to_string(KvCache);
 
 // Bytes of one element of q, k, v, out in memory.
 inline uint32_t dtype_bytes(DType t) { return t == DType::float32 ? 4 : 2; }
@@ -69,6 +75,7 @@ struct KernelSpec {
   bool alibi = false;
   bool sinks = false;  // a learned float32 logit per q head joins every row's softmax (DESIGN.md section 13)
   Layout layout = Layout::dense;
+  KvCache kv_cache = KvCache::dense;
   bool lse = true;
   // "accumulate" is always float32 (the only accepted value); not stored.
   std::optional<Tiles> tiles;  // absent: the planner's table decides

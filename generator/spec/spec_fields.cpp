@@ -85,7 +85,7 @@ Setter tiles(const Json& value, const Where& at) {
   return [t](KernelSpec& s) { s.tiles = t; };
 }
 
-constexpr std::array<FieldRule, 16> kListFields{{
+constexpr std::array<FieldRule, 17> kListFields{{
     {"kind", false, enum_field<&KernelSpec::kind, kAllKinds>},
     {"dtype", true, enum_field<&KernelSpec::dtype, kAllDTypes>},
     {"head_dim", true, head_dim},
@@ -98,15 +98,16 @@ constexpr std::array<FieldRule, 16> kListFields{{
     {"alibi", false, bool_field<&KernelSpec::alibi>},
     {"sinks", false, bool_field<&KernelSpec::sinks>},
     {"layout", false, enum_field<&KernelSpec::layout, kAllLayouts>},
+    {"kv_cache", false, enum_field<&KernelSpec::kv_cache, kAllKvCaches>},
     {"lse", false, bool_field<&KernelSpec::lse>},
     {"accumulate", false, accumulate},
     {"tiles", false, tiles},
     {"target", false, enum_field<&KernelSpec::target, kAllTargets>},
 }};
 
-constexpr std::array<std::string_view, 18> kKernelFieldNames{
+constexpr std::array<std::string_view, 19> kKernelFieldNames{
     "kind", "dtype", "head_dim", "head_dim_v", "causal", "gqa", "mask", "window",
-    "softcap", "alibi", "sinks", "layout", "lse", "accumulate", "tiles", "target", "name", "comment"};
+    "softcap", "alibi", "sinks", "layout", "kv_cache", "lse", "accumulate", "tiles", "target", "name", "comment"};
 
 }  // namespace
 

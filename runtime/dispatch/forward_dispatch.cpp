@@ -72,6 +72,17 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   if (!kernel.alibi)
     require(!call.alibi_per_batch, "kernel " + kernel.entry + " was generated without ALiBi (spec alibi=false)");
   if (kernel.backward) require(kernel.lse, "kernel " + kernel.entry + ": backward kernels need the forward's lse");
+  if (kernel.paged)
+    require(call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 && call.num_pages <= kMaxSeq &&
+                call.max_pages <= kMaxSeq && call.page_size <= kMaxSeq / call.max_pages &&
+                shape.seq_k <= call.page_size * call.max_pages,
+            "kernel " + kernel.entry + " reads a paged cache: page_size, num_pages and max_pages must be at least "
+            "1, max_pages x page_size below 2^31 and at least seq_k (the longest cache length, " +
+                std::to_string(shape.seq_k) + ")");
+  else
+    require(call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0,
+            "kernel " + kernel.entry + " was generated for dense k and v (spec kv_cache dense): page_size, "
+            "num_pages and max_pages must stay 0");
   if (kernel.varlen)
     require(call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq && call.total_k <= kMaxSeq,
             "kernel " + kernel.entry + " takes packed sequences (layout varlen): total_q and total_k, the rows of "
@@ -99,6 +110,31 @@ ForwardStrides packed_varlen(const AttentionShape& s, uint64_t total_q, uint32_t
   st.lse_batch = 0;
   st.lse_head = total_q;
   return st;
+}
+
+ForwardStrides paged_kv(const AttentionShape& s, uint64_t page_size, uint32_t d, uint32_t dv) {
+  ForwardStrides st = contiguous_bhsd(s, d, dv);
+  st.k = {page_size * s.heads_kv * d, d, s.heads_kv * d};
+  st.v = {page_size * s.heads_kv * dv, dv, s.heads_kv * dv};
+  return st;
+}
+
+void check_paged_cache(const int32_t* block_table, const int32_t* cache_seqlens, uint64_t batch, uint64_t max_pages,
+                       uint64_t num_pages, uint64_t page_size, uint64_t longest) {
+  for (uint64_t b = 0; b < batch; ++b) {
+    const int64_t keys = cache_seqlens[b];
+    require(keys >= 0 && uint64_t(keys) <= max_pages * page_size && uint64_t(keys) <= longest,
+            "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(keys) + " must be between 0 and " +
+                std::to_string(std::min(max_pages * page_size, longest)) + " (max_pages x page_size = " +
+                std::to_string(max_pages * page_size) + ", the longest cache length " + std::to_string(longest) +
+                ")");
+    for (uint64_t block = 0; block * page_size < uint64_t(keys); ++block) {
+      const int64_t page = block_table[b * max_pages + block];
+      require(page >= 0 && uint64_t(page) < num_pages,
+              "block_table[" + std::to_string(b) + "][" + std::to_string(block) + "] = " + std::to_string(page) +
+                  " is not a page of the cache (0 .. " + std::to_string(num_pages - 1) + ")");
+    }
+  }
 }
 
 void check_cu_seqlens(const int32_t* cu, size_t count, uint64_t batch, uint64_t total, uint64_t longest,
@@ -159,9 +195,11 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   // Dense tensors are (B, H, S, D); packed ones one batch of total rows.
   const uint64_t batches = kernel.varlen ? 1 : shape.batch;
   const uint64_t rows_q = kernel.varlen ? call.total_q : shape.seq_q, rows_k = kernel.varlen ? call.total_k : shape.seq_k;
+  // A paged cache is num_pages "batches" of page_size rows.
+  const uint64_t kv_batches = kernel.paged ? call.num_pages : batches, kv_rows = kernel.paged ? call.page_size : rows_k;
   plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, batches, shape.heads_q, rows_q, kernel.head_dim, e, "q"), false});
-  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, batches, shape.heads_kv, rows_k, kernel.head_dim, e, "k"), false});
-  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, batches, shape.heads_kv, rows_k, kernel.head_dim_v, e, "v"), false});
+  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, kv_batches, shape.heads_kv, kv_rows, kernel.head_dim, e, "k"), false});
+  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, kv_batches, shape.heads_kv, kv_rows, kernel.head_dim_v, e, "v"), false});
   const uint64_t out_bytes = span_bytes(strides.out, batches, shape.heads_q, rows_q, kernel.head_dim_v, e, "out");
   // The backward reads the forward's out and lse.
   plan.buffers.push_back({kForwardOut, "out", out_bytes, !kernel.backward});
@@ -177,6 +215,11 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
                             checked_mul(call.alibi_per_batch ? shape.batch * shape.heads_q : shape.heads_q, 4, "alibi"),
                             false});
   if (kernel.sinks) plan.buffers.push_back({kForwardSinks, "sinks", checked_mul(shape.heads_q, 4, "sinks"), false});
+  if (kernel.paged) {
+    plan.buffers.push_back({kForwardBlockTable, "block_table",
+                            checked_mul(checked_mul(shape.batch, call.max_pages, "block_table"), 4, "block_table"), false});
+    plan.buffers.push_back({kForwardCacheSeqlens, "cache_seqlens", checked_mul(shape.batch, 4, "cache_seqlens"), false});
+  }
   if (kernel.varlen) {
     plan.buffers.push_back({kForwardCuSeqlensQ, "cu_seqlens_q", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
     plan.buffers.push_back({kForwardCuSeqlensK, "cu_seqlens_k", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
@@ -222,6 +265,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
   if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
+  if (kernel.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
   if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
   plan.params = w.finish(8);
@@ -263,13 +307,14 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     launch(kernel.entry, {splits, uint64_t(shape.heads_kv) * row_blocks, shape.batch}, kernel.threads,
            kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
-                  kForwardLsePartial}));
+                  kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
     launch(kernel.combine_entry, {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
            bound({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
   } else {
     launch(kernel.entry, {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
-                  kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+                  kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK, kForwardBlockTable,
+                  kForwardCacheSeqlens}));
   }
   return plan;
 }

@@ -40,6 +40,7 @@ std::string features(const CallCount& c) {
   if (c.alibi) add("alibi");
   if (c.sinks) add("sinks");
   if (c.varlen) add("varlen");
+  if (c.paged) add("paged");
   if (c.gqa) add("gqa");
   if (c.lse) add("lse");
   return f.empty() ? "-" : f;

@@ -55,6 +55,10 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && (kernel.mask != MaskInput::none || (m[0] | m[1] | m[2] | m[3]) == 0);
   ok = ok && (kernel.alibi || !call.alibi_per_batch);
   ok = ok && (!kernel.backward || kernel.lse);
+  ok = ok && (kernel.paged ? call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 &&
+                                 call.num_pages <= kMaxSeq && call.max_pages <= kMaxSeq &&
+                                 call.page_size <= kMaxSeq / call.max_pages && s.seq_k <= call.page_size * call.max_pages
+                           : call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0);
   ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq &&
                                   call.total_k <= kMaxSeq
                             : call.total_q == 0 && call.total_k == 0);
@@ -153,9 +157,11 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   // Dense tensors are (B, H, S, D); packed ones one batch of total rows.
   const uint64_t batches = info.varlen ? 1 : s.batch;
   const uint64_t rows_q = info.varlen ? call.total_q : s.seq_q, rows_k = info.varlen ? call.total_k : s.seq_k;
+  // A paged cache is num_pages "batches" of page_size rows.
+  const uint64_t kv_batches = info.paged ? call.num_pages : batches, kv_rows = info.paged ? call.page_size : rows_k;
   const uint64_t q_bytes = add(kForwardQ, "q", c.span(st.q, batches, s.heads_q, rows_q, info.head_dim, e), false);
-  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, batches, s.heads_kv, rows_k, info.head_dim, e), false);
-  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, batches, s.heads_kv, rows_k, info.head_dim_v, e), false);
+  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, kv_batches, s.heads_kv, kv_rows, info.head_dim, e), false);
+  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, kv_batches, s.heads_kv, kv_rows, info.head_dim_v, e), false);
   const uint64_t out_bytes =
       add(kForwardOut, "out", c.span(st.out, batches, s.heads_q, rows_q, info.head_dim_v, e), !info.backward);
   if (info.lse)
@@ -166,6 +172,10 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
         false);
   if (info.alibi) add(kForwardAlibi, "alibi_slopes", c.mul(call.alibi_per_batch ? s.batch * s.heads_q : s.heads_q, 4), false);
   const uint64_t sinks_bytes = info.sinks ? add(kForwardSinks, "sinks", c.mul(s.heads_q, 4), false) : 0;
+  if (info.paged) {
+    add(kForwardBlockTable, "block_table", c.mul(c.mul(s.batch, call.max_pages), 4), false);
+    add(kForwardCacheSeqlens, "cache_seqlens", c.mul(s.batch, 4), false);
+  }
   if (info.varlen) {
     add(kForwardCuSeqlensQ, "cu_seqlens_q", c.mul(s.batch + 1, 4), false);
     add(kForwardCuSeqlensK, "cu_seqlens_k", c.mul(s.batch + 1, 4), false);
@@ -206,6 +216,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   if (info.softcap) w.put(float(scale)).put(float(call.softcap));
   if (info.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (info.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
+  if (info.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
   if (info.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (info.decode) w.put(splits).put(split_keys).put(row_blocks);
   w.finish(8);
@@ -244,13 +255,14 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   } else if (info.decode) {
     launch(0, splits, uint64_t(s.heads_kv) * row_blocks, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
-                 kForwardLsePartial}));
+                 kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
     launch(1, s.seq_q, s.heads_q, s.batch, 32, 0,
            bits({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
   } else {
     launch(0, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
-                 kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+                 kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK, kForwardBlockTable,
+                 kForwardCacheSeqlens}));
   }
   return plan;
 }

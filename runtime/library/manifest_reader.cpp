@@ -97,6 +97,10 @@ ForwardCall canonical_call(const KernelEntry& e) {
   ForwardCall call;
   call.strides = contiguous_bhsd(call.shape, e.info.head_dim, e.info.head_dim_v);
   if (e.info.softcap) call.softcap = 30;
+  if (e.info.paged) {  // one page of one key
+    call.page_size = call.num_pages = call.max_pages = 1;
+    call.strides = paged_kv(call.shape, 1, e.info.head_dim, e.info.head_dim_v);
+  }
   if (e.info.varlen) {  // one packed row each
     call.total_q = call.total_k = 1;
     call.strides = packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v);
@@ -181,6 +185,8 @@ KernelEntry parse_kernel(const Field& k) {
   static constexpr std::array<std::pair<std::string_view, bool>, 2> kLayouts{{{"dense", false}, {"varlen", true}}};
   info.varlen = spec.has("layout") && spec.at("layout").one_of(kLayouts);
   if (info.varlen && e.kind == KernelKind::decode) spec.at("layout").fail("\"dense\" (decode kernels take dense queries)");
+  static constexpr std::array<std::pair<std::string_view, bool>, 2> kKvCaches{{{"dense", false}, {"paged", true}}};
+  info.paged = spec.has("kv_cache") && spec.at("kv_cache").one_of(kKvCaches);
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");

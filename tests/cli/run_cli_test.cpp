@@ -14,6 +14,7 @@
 #include "attention_backward_reference.h"
 #include "attention_reference.h"
 #include "packed_batch.h"
+#include "paged_cache.h"
 #include "gradient_tolerance.h"
 #include "io/npy.h"
 #include "random_inputs.h"
@@ -446,6 +447,74 @@ TEST_F(RunCli, VarlenForwardAndBackward) {
                                     (dir_ / "bad").string()});
   EXPECT_EQ(dense_inputs.exit_code, 1);
   EXPECT_THAT(dense_inputs.err, HasSubstr("expected a 4-d (batch, heads, seq, dim) array"));
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+// A paged KV cache (spec kv_cache paged): k and v as pages (num_pages,
+// page_size, Hkv, D) with --block-table and --cache-seqlens, pages in any
+// order and one shared by both sequences; each sequence against the float64
+// reference of the keys gathered from its pages; block tables and lengths that
+// do not fit the cache are clear errors.
+TEST_F(RunCli, PagedCacheDecode) {
+  std::ofstream(dir_ / "paged.json") << R"({"kind": "decode", "dtype": "float32", "head_dim": 16,
+                                           "causal": "bottom_right", "kv_cache": "paged"})";
+  const std::string paged_spec = (dir_ / "paged.json").string();
+  std::vector<double> q, k_pages, v_pages;
+  const std::string qf = tensor("q.npy", {2, 4, 2, 16}, 71, ElementType::float32, &q);
+  const std::string kf = tensor("k.npy", {5, 16, 2, 16}, 72, ElementType::float32, &k_pages);
+  const std::string vf = tensor("v.npy", {5, 16, 2, 16}, 73, ElementType::float32, &v_pages);
+  reference::PagedCache cache;
+  cache.page_size = 16;
+  cache.num_pages = 5;
+  cache.max_pages = 3;
+  cache.heads_kv = 2;
+  cache.block_table = {3, 0, 4, 3, 1, -1};  // page 3 is the first block of both; page 2 is spare
+  cache.cache_seqlens = {40, 20};
+  io::write_npy_atomic(dir_ / "bt.npy", NpyArray::from<int32_t>(cache.block_table, {2, 3}));
+  io::write_npy_atomic(dir_ / "cs.npy", NpyArray::from<int32_t>(cache.cache_seqlens, {2}));
+  const std::vector<std::string> inputs = {"run", paged_spec, "--q", qf, "--k", kf, "--v", vf, "--block-table",
+                                           (dir_ / "bt.npy").string(), "--cache-seqlens", (dir_ / "cs.npy").string()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = inputs;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return mfagen(args);
+  };
+  auto r = with({"--out-dir", out_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_decode_f32_d16_causal_br_gqa_paged:"));
+  const std::vector<float> out = io::read_npy(fs::path(out_dir()) / "out.npy").values<float>();
+  for (uint64_t b = 0; b < 2; ++b) {
+    SCOPED_TRACE("sequence " + std::to_string(b));
+    auto p = problem_of(1, 4, 2, 2, uint64_t(cache.cache_seqlens[b]), 16, 16, reference::CausalMode::bottom_right);
+    p.q.assign(q.begin() + b * 4 * 2 * 16, q.begin() + (b + 1) * 4 * 2 * 16);
+    p.k = reference::gather_sequence(k_pages, cache, 16, b);
+    p.v = reference::gather_sequence(v_pages, cache, 16, b);
+    const std::vector<float> got(out.begin() + b * 4 * 2 * 16, out.begin() + (b + 1) * 4 * 2 * 16);
+    const auto verdict = reference::check_output(got, reference::reference_attention(p),
+                                                 reference::naive_attention_in_dtype(p, ElementType::float32),
+                                                 ElementType::float32, p);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+  }
+
+  const struct {
+    std::vector<int32_t> table, lengths;
+    const char* message;
+  } bad_calls[] = {
+      {{3, 0, 9, 3, 1, -1}, {40, 20}, "block_table[0][2] = 9 is not a page of the cache (0 .. 4)"},
+      {{3, 0, 4, 3, 1, -1}, {49, 20}, "cache_seqlens[0] = 49 must be between 0 and 48"},
+      {{3, 0, 4, 3, -1, -1}, {40, 20}, "block_table[1][1] = -1 is not a page of the cache"},
+  };
+  for (const auto& bad_call : bad_calls) {
+    io::write_npy_atomic(dir_ / "bt_bad.npy", NpyArray::from<int32_t>(bad_call.table, {2, 3}));
+    io::write_npy_atomic(dir_ / "cs_bad.npy", NpyArray::from<int32_t>(bad_call.lengths, {2}));
+    std::vector<std::string> args = inputs;
+    args[9] = (dir_ / "bt_bad.npy").string();
+    args[11] = (dir_ / "cs_bad.npy").string();
+    args.insert(args.end(), {"--out-dir", (dir_ / "bad").string()});
+    const auto bad = mfagen(args);
+    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
+    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+  }
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 

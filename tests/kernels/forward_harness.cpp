@@ -11,7 +11,7 @@
 
 #include "attention_backward_reference.h"
 #include "device_tensor.h"
-#include "varlen_harness.h"
+#include "serving_harness.h"
 #include "attention_reference.h"
 #include "gradient_tolerance.h"
 #include "mfagen/forward_dispatch.h"
@@ -76,7 +76,8 @@ std::vector<double> case_sinks(const ForwardCase& c) {
 std::string ForwardCase::describe() const {
   std::string d = fmt::format("{} D={} Dv={} causal={} gqa={} lse={} Hq={} Hkv={}", spec::to_string(dtype), head_dim,
                               head_dim_v ? head_dim_v : head_dim, spec::to_string(causal), gqa, lse, heads_q, heads_kv);
-  if (varlen_q.empty()) d += fmt::format(" B={} Sq={} Sk={}", batch, seq_q, seq_k);
+  if (varlen_q.empty() && !page_size) d += fmt::format(" B={} Sq={} Sk={}", batch, seq_q, seq_k);
+  if (page_size) d += " Sq=" + std::to_string(seq_q);
   if (bshd) d += " BSHD";
   if (tiles) d += fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups);
   if (target != spec::Target::apple9) d += fmt::format(" {}", spec::to_string(target));
@@ -88,6 +89,11 @@ std::string ForwardCase::describe() const {
   if (softcap > 0) d += fmt::format(" softcap={}", softcap);
   if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
   if (sinks) d += " sinks";
+  if (page_size) {
+    d += fmt::format(" paged page_size={} cache lengths", page_size);
+    for (uint32_t n : cache_lengths) d += fmt::format(" {}", n);
+    if (share_pages) d += " shared";
+  }
   if (!varlen_q.empty()) {
     d += " varlen q/k lengths";
     for (size_t b = 0; b < varlen_q.size(); ++b) d += fmt::format(" {}/{}", varlen_q[b], varlen_k[b]);
@@ -127,6 +133,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.alibi = c.alibi;
   s.sinks = c.sinks;
   s.layout = c.varlen_q.empty() ? spec::Layout::dense : spec::Layout::varlen;
+  s.kv_cache = c.page_size ? spec::KvCache::paged : spec::KvCache::dense;
   s.kind = c.kind;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
@@ -135,6 +142,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
 
 ForwardOutcome run_forward_case(const ForwardCase& c) {
   if (!c.varlen_q.empty()) return run_varlen_case(c);
+  if (c.page_size) return run_paged_case(c);
   // A backward case first runs the forward kernel of the same features.
   ForwardCase forward_case = c;
   if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;

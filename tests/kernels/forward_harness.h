@@ -47,6 +47,13 @@ struct ForwardCase {
   // packed tensors (the host would refuse them); only the absence of
   // detector findings (no access out of bounds) is judged.
   bool corrupt_cu_seqlens = false;
+  // kv_cache paged when page_size > 0: k and v in pages of page_size keys, in
+  // shuffled order, with spare pages no sequence uses; cache_lengths gives
+  // each sequence's keys (batch = their count; seq_k is ignored).
+  // share_pages: sequence 1 reads sequence 0's first page (a shared prefix).
+  uint32_t page_size = 0;
+  std::vector<uint32_t> cache_lengths;
+  bool share_pages = false;
   spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16); backward: dq, dk, dv
                                           // after the forward kernel of the same features
   uint32_t splits = 0;                    // decode: 0 = chosen from the shape

@@ -1,4 +1,4 @@
-#include "varlen_harness.h"
+#include "serving_harness.h"
 
 #include <fmt/format.h>
 

@@ -67,7 +67,15 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{R"({"dtype": "float16", "head_dim": 64, "layout": "varlen", "mask": "bool"})",
                 "p.json: layout: attn_fwd_f16_d64_gqa_mask_bool_varlen: a mask is a dense (B, Hq, Sq, Sk) tensor, "
                 "which a packed batch of sequences of different lengths does not have: use mask none with layout "
-                "varlen (causal and window apply per sequence)"}));
+                "varlen (causal and window apply per sequence)"},
+        Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "kv_cache": "paged"})",
+                "p.json: kv_cache: attn_bwd_f16_d64_gqa_paged: a paged cache serves inference (kind forward: "
+                "prefill against the cache, or decode); the training backward takes dense k and v: use kv_cache "
+                "dense"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_cache": "paged", "layout": "varlen"})",
+                "p.json: kv_cache: attn_fwd_f16_d64_gqa_varlen_paged: paged caches take dense (B, Hq, Sq, D) "
+                "queries in this version (each sequence's keys come from its block table row and cache length): "
+                "use layout dense with kv_cache paged"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");
@@ -131,7 +139,17 @@ TEST(Plan, ParamsBytesMatchTheDispatchLayout) {
         if (mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, 3, 40});
         EXPECT_EQ(plan_kernel(s).params_bytes, plan_forward(forward_kernel_info(plan_kernel(s)), call).params.size())
             << int(kind) << " " << int(mask) << " " << features;
-        // Serving features (no mask, no decode for varlen): sinks add no field, varlen adds two.
+        // Serving features: sinks add no field, a paged cache three, varlen two.
+        if (kind != spec::Kind::backward) {
+          spec::KernelSpec with_cache = s;
+          with_cache.kv_cache = spec::KvCache::paged;
+          ForwardCall paged_call = call;
+          paged_call.page_size = paged_call.num_pages = 16;
+          paged_call.max_pages = 4;
+          paged_call.strides = paged_kv(call.shape, 16, 64, 64);
+          EXPECT_EQ(plan_kernel(with_cache).params_bytes,
+                    plan_forward(forward_kernel_info(plan_kernel(with_cache)), paged_call).params.size());
+        }
         if (mask != spec::MaskKind::none || kind == spec::Kind::decode) continue;
         s.sinks = true;
         s.layout = spec::Layout::varlen;

@@ -24,7 +24,8 @@ const Library& library() {
     {"kind": "backward", "dtype": "float16", "head_dim": 64, "mask": "bool", "alibi": true, "window": true},
     {"kind": ["forward", "decode", "backward"], "dtype": "float16", "head_dim": 64, "sinks": true},
     {"kind": ["forward", "backward"], "dtype": "bfloat16", "head_dim": 64, "layout": "varlen", "sinks": [false, true],
-     "causal": "bottom_right"}]})"));
+     "causal": "bottom_right"},
+    {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 128, "kv_cache": "paged", "window": true}]})"));
   return l;
 }
 
@@ -84,6 +85,12 @@ ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
     c.total_k = s.batch * s.seq_k - rng() % s.seq_k;
     c.strides = packed_varlen(s, c.total_q, d, dv);
   }
+  if (kernel.info.paged) {  // pages of 16 or 256 keys, enough block table entries for seq_k
+    c.page_size = pick({16, 256});
+    c.max_pages = (s.seq_k + c.page_size - 1) / c.page_size + rng() % 3;
+    c.num_pages = c.max_pages * s.batch + rng() % 5;
+    c.strides = paged_kv(s, c.page_size, d, dv);
+  }
   return c;
 }
 
@@ -128,6 +135,7 @@ TEST(LaunchPlan, RejectsWhatPlanForwardRejectsWithTheSameMessage) {
       [](const KernelEntry&, ForwardCall& c) { c.shape.seq_q = 17; },
       [](const KernelEntry&, ForwardCall& c) { c.scale = std::numeric_limits<double>::infinity(); },
       [](const KernelEntry& k, ForwardCall& c) { c.total_q = k.info.varlen ? 0 : 5; },
+      [](const KernelEntry& k, ForwardCall& c) { c.max_pages = k.info.paged ? 0 : 3; },
   };
   size_t rejected = 0;
   for (const KernelEntry& kernel : kernels)
@@ -184,6 +192,7 @@ TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
     call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
     if (kernel.info.softcap) call.softcap = 1;
     if (kernel.info.varlen) call.total_q = call.total_k = 1;
+    if (kernel.info.paged) call.page_size = call.num_pages = call.max_pages = 1;
     const LaunchPlan p = Library::launch_plan(kernel, call);
     EXPECT_EQ(p.params_size, kernel.params_bytes) << kernel.name;
     EXPECT_EQ(p.launch_count, kernel.entries.size()) << kernel.name;

@@ -115,7 +115,7 @@ const KernelEntry* reference_find(const Library& library, const AttentionQuery& 
                              : k.kind != KernelKind::backward && (k.kind != KernelKind::decode || q.shape.seq_q <= 16);
     if (!kind_ok || k.dtype != q.dtype || i.head_dim != q.head_dim || i.head_dim_v != q.head_dim_v ||
         k.causal != q.causal || i.mask != q.mask || i.window != q.window || i.softcap != q.softcap ||
-        i.alibi != q.alibi || i.sinks != q.sinks || i.varlen != q.varlen || (!i.gqa && q.shape.heads_q != q.shape.heads_kv) || (!i.lse && q.need_lse))
+        i.alibi != q.alibi || i.sinks != q.sinks || i.varlen != q.varlen || i.paged != q.paged || (!i.gqa && q.shape.heads_q != q.shape.heads_kv) || (!i.lse && q.need_lse))
       continue;
     const int score = 4 * (k.kind == KernelKind::decode) + 2 * !i.gqa + (!i.lse && !q.need_lse);
     if (score > best_score) best = &k, best_score = score;
@@ -133,7 +133,8 @@ TEST(Selection, HashIndexAgreesWithTheRuleOnALargeOverlappingSet) {
     {"name": "dup_fwd", "dtype": "float16", "head_dim": 64},
     {"name": "dup_decode_nolse", "kind": "decode", "dtype": "float16", "head_dim": 64, "lse": false},
     {"kind": ["forward", "decode", "backward"], "dtype": "float16", "head_dim": 64, "sinks": true},
-    {"kind": ["forward", "backward"], "dtype": "float16", "head_dim": 64, "layout": "varlen"}]})"));
+    {"kind": ["forward", "backward"], "dtype": "float16", "head_dim": 64, "layout": "varlen"},
+    {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": "paged"}]})"));
   ASSERT_GT(library.kernels().size(), 150u);
   std::mt19937_64 rng(3);
   auto pick = [&](std::initializer_list<uint64_t> v) { return *(v.begin() + rng() % v.size()); };
@@ -147,8 +148,10 @@ TEST(Selection, HashIndexAgreesWithTheRuleOnALargeOverlappingSet) {
     q.causal = CausalMode(pick({0, 1, 2}));
     q.window = rng() % 3 == 0;
     q.mask = rng() % 10 ? MaskInput::none : MaskInput::boolean;
-    q.sinks = rng() % 8 == 0;
-    q.varlen = rng() % 8 == 0;
+    const uint64_t serving = rng() % 16;  // now and then one serving feature (DESIGN.md section 13)
+    q.sinks = serving == 0;
+    q.varlen = serving == 1;
+    q.paged = serving == 2;
     q.need_lse = rng() % 2;
     const uint64_t hkv = pick({1, 8});
     q.shape = {1, hkv * pick({1, 1, 4}), hkv, pick({1, 15, 16, 17, 4096}), 4096};

@@ -42,6 +42,11 @@ TEST(Canonical, ServingFeaturesAppearOnlyWhenOn) {
   back = parse_spec_text(canonical_json(s), "canonical.json");
   EXPECT_EQ(back.at(0).layout, Layout::varlen);
   EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks_varlen");
+  s.layout = Layout::dense;
+  s.kv_cache = KvCache::paged;
+  EXPECT_NE(canonical_json(s).find(R"("sinks":true,"kv_cache":"paged","lse":true)"), std::string::npos);
+  EXPECT_EQ(parse_spec_text(canonical_json(s), "canonical.json").at(0).kv_cache, KvCache::paged);
+  EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks_paged");
 }
 
 TEST(Canonical, JsonIsIdenticalForEqualSpecsWrittenDifferently) {
@@ -76,6 +81,7 @@ TEST(Canonical, JsonDiffersWhenAnyFieldDiffers) {
       [](KernelSpec& s) { s.alibi = true; },
       [](KernelSpec& s) { s.sinks = true; },
       [](KernelSpec& s) { s.layout = Layout::varlen; },
+      [](KernelSpec& s) { s.kv_cache = KvCache::paged; },
       [](KernelSpec& s) { s.lse = false; },
       [](KernelSpec& s) { s.tiles = Tiles{32, 32, 4}; },
       [](KernelSpec& s) { s.target = Target::apple10; },

@@ -32,6 +32,7 @@ TEST(SpecExpansion, DefaultsFillOmittedFields) {
   EXPECT_FALSE(s.alibi);
   EXPECT_FALSE(s.sinks);
   EXPECT_EQ(s.layout, Layout::dense);
+  EXPECT_EQ(s.kv_cache, KvCache::dense);
   EXPECT_TRUE(s.lse);
   EXPECT_FALSE(s.tiles.has_value());
   EXPECT_EQ(s.target, Target::apple9);

@@ -35,6 +35,7 @@ struct ForwardKernelInfo {
   bool alibi = false;
   bool sinks = false;           // a float32 sink logit per q head (buffer "sinks"); backward also writes d_sinks
   bool varlen = false;          // packed sequences: q (total_q, Hq, D), ..., cu_seqlens_q and cu_seqlens_k
+  bool paged = false;           // k, v are paged caches read through block_table, cache_seqlens
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
   bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
@@ -63,6 +64,17 @@ ForwardStrides contiguous_bhsd(const AttentionShape& shape, uint32_t head_dim, u
 // total_q); the batch stride is 0 (each sequence starts at its cu_seqlens row).
 ForwardStrides packed_varlen(const AttentionShape& shape, uint64_t total_q, uint32_t head_dim, uint32_t head_dim_v);
 
+// Strides of a paged call: q and out dense BHSD, k and v contiguous caches
+// (num_pages, page_size, Hkv, D) with strides {page, head, slot}.
+ForwardStrides paged_kv(const AttentionShape& shape, uint64_t page_size, uint32_t head_dim, uint32_t head_dim_v);
+
+// Checks a paged call's block table (batch x max_pages) and cache lengths
+// (batch) as the host holds them: every length between 0 and max_pages x
+// page_size and at most `longest`, every page a sequence uses below
+// num_pages. Throws DispatchError naming the first offending entry.
+void check_paged_cache(const int32_t* block_table, const int32_t* cache_seqlens, uint64_t batch, uint64_t max_pages,
+                       uint64_t num_pages, uint64_t page_size, uint64_t longest);
+
 // Checks cu_seqlens of a varlen call as the host holds them: batch + 1
 // entries, starting at 0, never decreasing, ending at `total` rows, no
 // sequence longer than `longest`. Throws DispatchError naming `what`
@@ -87,6 +99,10 @@ struct ForwardCall {
   // number of sequences and shape.seq_q, shape.seq_k the longest ones (the grid
   // covers them; shorter sequences leave the extra threadgroups at once).
   uint64_t total_q = 0, total_k = 0;
+  // paged kernels: k (num_pages, page_size, Hkv, D) and v (..., Dv) with
+  // strides {page, head, slot} (paged_kv()); the block table has max_pages
+  // entries per sequence. shape.seq_k is the longest cache length.
+  uint64_t page_size = 0, num_pages = 0, max_pages = 0;
 };
 
 // Decode: seq_q may be at most this (DESIGN.md section 4).
@@ -152,6 +168,7 @@ inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardO
                           kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7, kForwardOutPartial = 8,
                           kForwardLsePartial = 9, kBackwardDOut = 10, kBackwardDq = 11, kBackwardDk = 12,
                           kBackwardDv = 13, kBackwardDRows = 14, kForwardSinks = 15, kBackwardDSinks = 16,
-                          kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18;
+                          kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18, kForwardBlockTable = 19,
+                          kForwardCacheSeqlens = 20;
 
 }  // namespace mfagen

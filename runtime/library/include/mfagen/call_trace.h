@@ -52,8 +52,8 @@ struct CallCount {
   uint64_t seq_q = 0, seq_k = 0;
   CausalMode causal = CausalMode::none;
   MaskInput mask = MaskInput::none;
-  bool window = false, softcap = false, alibi = false, sinks = false, varlen = false, gqa = false,
-       lse = false;
+  bool window = false, softcap = false, alibi = false, sinks = false, varlen = false, paged = false,
+       gqa = false, lse = false;
   std::string kernel;   // empty for a miss
   std::string backend;  // empty for a miss
   bool miss = false;

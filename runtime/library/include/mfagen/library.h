@@ -64,6 +64,7 @@ struct AttentionQuery {
   MaskInput mask = MaskInput::none;
   bool window = false, softcap = false, alibi = false, sinks = false;
   bool varlen = false;  // packed sequences (shape.seq_q, seq_k: the longest)
+  bool paged = false;   // k, v in a paged cache (shape.seq_k: the longest cache length)
   bool need_lse = false;
   AttentionShape shape;
 };
@@ -76,7 +77,8 @@ enum class MissReason : uint8_t {
   no_backward_kernel,     // backward query: only forward/decode kernels have this dtype, D and Dv
   only_backward_kernels,  // forward query: only backward kernels have this dtype, D and Dv
   causal_mode,            // kernels of this kind, dtype and head dims, none with this causal mode
-  features,               // ... and causal mode, none with this mask kind, window, softcap, alibi, sinks, layout
+  features,               // ... and causal mode, none with this mask kind, window, softcap, alibi, sinks,
+                          // layout and kv cache
   decode_only,            // every fitting kernel is a decode kernel and seq_q > 16
   needs_gqa,              // every fitting kernel lacks gqa and heads_q != heads_kv
   needs_lse,              // every fitting kernel lacks lse and the call needs it
@@ -106,7 +108,7 @@ class Library {
   // allocation, no locks: a hash lookup on the exact-match facts, then the
   // first fitting kernel of a list sorted by the preference below (so the
   // cost does not grow with the number of kernels). Rule: every compile-time fact must match (dtype, head dims,
-  // causal mode, mask kind, window, softcap, alibi, sinks, layout; gqa unless heads_q ==
+  // causal mode, mask kind, window, softcap, alibi, sinks, layout, kv cache; gqa unless heads_q ==
   // heads_kv; lse when needed; decode kernels only for seq_q <= 16; backward
   // only for backward queries). Among the matches: a decode kernel for
   // seq_q <= 16, then a kernel without gqa when heads_q == heads_kv, then

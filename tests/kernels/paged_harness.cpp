@@ -1,0 +1,149 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <span>
+#include <tuple>
+
+#include "attention_reference.h"
+#include "device_tensor.h"
+#include "paged_cache.h"
+#include "plan/dispatch_info.h"
+#include "plan/kernel_plan.h"
+#include "random_inputs.h"
+#include "render/render_forward.h"
+#include "selftest/case_inputs.h"
+#include "serving_harness.h"
+
+namespace mfagen::test {
+namespace {
+
+// Pages for the case: each sequence's blocks get pages in a shuffled order
+// among spare pages no one reads; with share_pages, sequence 1's first block
+// is sequence 0's first page. Unused block table entries are -1 (never read).
+reference::PagedCache make_cache(const ForwardCase& c) {
+  reference::PagedCache cache;
+  cache.page_size = c.page_size;
+  cache.heads_kv = c.heads_kv;
+  cache.cache_seqlens.assign(c.cache_lengths.begin(), c.cache_lengths.end());
+  std::vector<uint64_t> blocks;
+  for (uint32_t n : c.cache_lengths) blocks.push_back((n + c.page_size - 1) / c.page_size);
+  cache.max_pages = std::max<uint64_t>(1, *std::max_element(blocks.begin(), blocks.end()));
+  const bool share = c.share_pages && blocks.size() >= 2 && blocks[0] >= 1 && blocks[1] >= 1;
+  const uint64_t needed = std::accumulate(blocks.begin(), blocks.end(), uint64_t(0)) - (share ? 1 : 0);
+  cache.num_pages = needed + 3;  // spare pages
+  std::vector<int32_t> order(cache.num_pages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(uint32_t(c.seed * 13 + 1)));
+  cache.block_table.assign(blocks.size() * cache.max_pages, -1);
+  size_t next = 0;
+  for (size_t b = 0; b < blocks.size(); ++b)
+    for (uint64_t block = 0; block < blocks[b]; ++block)
+      cache.block_table[b * cache.max_pages + block] =
+          share && b == 1 && block == 0 ? cache.block_table[0] : order[next++];
+  return cache;
+}
+
+}  // namespace
+
+ForwardOutcome run_paged_case(const ForwardCase& given) {
+  ForwardCase c = given;
+  c.batch = c.cache_lengths.size();
+  const reference::PagedCache cache = make_cache(c);
+  const uint64_t longest_k = std::max<uint64_t>(1, *std::max_element(c.cache_lengths.begin(), c.cache_lengths.end()));
+
+  const plan::KernelPlan plan = plan::plan_kernel(make_spec(c));
+  ForwardOutcome outcome;
+  outcome.kernel_source = render::render_forward(plan);
+  auto module = cpu::compile(outcome.kernel_source, plan.entry + ".metal", cpu::CompileOptions{});
+
+  const reference::ElementType type = selftest::reference_type(c.dtype);
+  const uint32_t d = plan.spec.head_dim, dv = plan.spec.head_dim_v;
+  const uint64_t slots = cache.num_pages * c.page_size * c.heads_kv;
+  const std::vector<double> q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * d, c.seed * 3, type, c.q_scale);
+  const std::vector<double> k_pages = reference::random_tensor(slots * d, c.seed * 3 + 1, type, c.kv_scale);
+  const std::vector<double> v_pages = reference::random_tensor(slots * dv, c.seed * 3 + 2, type, c.kv_scale);
+  const std::vector<double> sinks = c.sinks ? case_sinks(c) : std::vector<double>{};
+  const std::vector<double> slopes = c.alibi ? case_alibi_slopes(c) : std::vector<double>{};
+
+  const AttentionShape shape{c.batch, c.heads_q, c.heads_kv, c.seq_q, longest_k};
+  ForwardCall call;
+  call.shape = shape;
+  call.strides = paged_kv(shape, c.page_size, d, dv);
+  call.page_size = c.page_size;
+  call.num_pages = cache.num_pages;
+  call.max_pages = cache.max_pages;
+  call.scale = c.scale;
+  call.softcap = c.softcap;
+  if (c.window) std::tie(call.window_left, call.window_right) = *c.window;
+  call.alibi_per_batch = c.alibi_per_batch;
+  call.splits = c.splits;
+  check_paged_cache(cache.block_table.data(), cache.cache_seqlens.data(), c.batch, cache.max_pages, cache.num_pages,
+                    c.page_size, longest_k);
+  const DispatchPlan dispatch = plan_forward(plan::forward_kernel_info(plan), call);
+
+  // q and out dense BHSD; the caches contiguous (num_pages, page_size, Hkv, D).
+  std::vector<std::byte> q_bytes = device_tensor(q, c.batch, c.heads_q, c.seq_q, d, call.strides.q, type,
+                                                 dispatch.buffer("q")->bytes);
+  std::vector<std::byte> k_bytes = device_tensor(k_pages, 1, 1, slots, d, {0, 0, d}, type, dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v_bytes = device_tensor(v_pages, 1, 1, slots, dv, {0, 0, dv}, type, dispatch.buffer("v")->bytes);
+  std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every element must be written
+  std::vector<float> lse(c.batch * c.heads_q * c.seq_q, 12345.0f);
+  std::vector<int32_t> table = cache.block_table, lengths = cache.cache_seqlens;
+  std::vector<float> sink_values(sinks.begin(), sinks.end()), slope_values(slopes.begin(), slopes.end());
+  std::map<uint32_t, std::span<std::byte>> tensors = {
+      {plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes}, {plan::kOutIndex, out},
+      {plan::kBlockTableIndex, std::as_writable_bytes(std::span(table))},
+      {plan::kCacheSeqlensIndex, std::as_writable_bytes(std::span(lengths))}};
+  if (c.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
+  if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sink_values));
+  if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slope_values));
+  outcome.dispatch = cpu::execute(*module, dispatch, tensors);
+  for (const KernelLaunch& l : dispatch.launches)
+    if (l.entry == plan.entry && plan.spec.kind == spec::Kind::decode) outcome.splits = l.threadgroups[0];
+
+  // Each batch entry: its queries against the keys gathered from its pages.
+  const std::vector<float> got = read_tensor(out, c.batch, c.heads_q, c.seq_q, dv, call.strides.out, type);
+  outcome.out_values = got;
+  outcome.lse_values = lse;
+  outcome.out = {true, 0, 0, 0, ""};
+  outcome.lse = {true, 0, 0, 0, c.lse ? "" : "no lse"};
+  const uint64_t q_rows = c.heads_q * c.seq_q;
+  for (uint64_t b = 0; b < c.batch; ++b) {
+    reference::AttentionProblem p;
+    p.heads_q = c.heads_q;
+    p.heads_kv = c.heads_kv;
+    p.seq_q = c.seq_q;
+    p.seq_k = c.cache_lengths[b];
+    p.head_dim = d;
+    p.head_dim_v = dv;
+    p.causal = selftest::reference_causal(c.causal);
+    p.scale = c.scale;
+    p.window = c.window;
+    p.softcap = c.softcap;
+    p.sinks = sinks;
+    if (c.alibi) p.alibi_slopes = c.alibi_per_batch ? std::vector<double>(slopes.begin() + b * c.heads_q,
+                                                                           slopes.begin() + (b + 1) * c.heads_q)
+                                                    : slopes;
+    p.q.assign(q.begin() + b * q_rows * d, q.begin() + (b + 1) * q_rows * d);
+    p.k = reference::gather_sequence(k_pages, cache, d, b);
+    p.v = reference::gather_sequence(v_pages, cache, dv, b);
+    const reference::AttentionResult expected = reference::reference_attention(p);
+    const reference::AttentionResult naive = reference::naive_attention_in_dtype(p, type);
+    const std::vector<float> got_b(got.begin() + b * q_rows * dv, got.begin() + (b + 1) * q_rows * dv);
+    const reference::ToleranceVerdict v = reference::check_output(got_b, expected, naive, type, p);
+    outcome.out.ok = outcome.out.ok && v.ok;
+    outcome.out.max_abs_error = std::max(outcome.out.max_abs_error, v.max_abs_error);
+    if (!v.ok) outcome.out.detail += fmt::format("[sequence {}] {} ", b, v.detail);
+    if (!c.lse) continue;
+    const std::vector<float> lse_b(lse.begin() + b * q_rows, lse.begin() + (b + 1) * q_rows);
+    const reference::ToleranceVerdict l = reference::check_lse(lse_b, expected, p);
+    outcome.lse.ok = outcome.lse.ok && l.ok;
+    if (!l.ok) outcome.lse.detail += fmt::format("[sequence {}] {} ", b, l.detail);
+  }
+  return outcome;
+}
+
+}  // namespace mfagen::test
