@@ -297,6 +297,7 @@ class Lowering {
     size_t name = after_attributes;
     while (name < semi && !(templates_.contains(std::string(text(name))) && is(name + 1, "<"))) ++name;
     if (name == semi) fail(begin, fmt::format("kernel '{}' instantiates no templated kernel defined before it", host_name));
+    if (semi == count()) fail(begin, fmt::format("explicit kernel instantiation '{}' needs a closing ';'", host_name));
     const TemplateKernel& t = templates_.at(std::string(text(name)));
     size_t args_close = matching(name + 1);
     std::vector<std::string> args;
