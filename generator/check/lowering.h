@@ -1,7 +1,9 @@
 // Token-aware lowering of MSL to C++ for OpenCL for the checker (DESIGN.md
-// sections 6 and 7). Unlike the cpu backend's lowering it keeps Metal's
-// constructs visible to the AST and keeps every position mappable back to
-// the original text:
+// sections 6 and 7), written on the token layer it shares with the cpu
+// backend's lowering (runtime/msl_syntax). Unlike the cpu backend's lowering
+// it reads the file as written (comments and directives included), keeps
+// Metal's constructs visible to the AST and keeps every position mappable
+// back to the original text:
 //   - device / constant / threadgroup / thread become __global / __constant /
 //     __local / __private outside [[attributes]];
 //   - Metal attributes [[buffer(0)]], [[function_constant(1)]], ... become
@@ -10,12 +12,16 @@
 //   - `constant T x [[function_constant(i)]];` gets an initializer (OpenCL
 //     requires one);
 //   - vector constructors and casts `float4(...)`, `(float4)x` take the
-//     stand-in's value-converting helpers, as in the cpu backend;
+//     stand-in's value-converting helpers, exactly as in the cpu backend
+//     (the same pass, mfagen/msl/vector_syntax.h); a unary operator before a
+//     vector cast, which that rewrite cannot express, is a cpu-lowering
+//     finding;
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
-//     renamed;
+//     renamed (mfagen/msl/opencl_keywords.h);
 //   - #include of anything but <metal_*> and `std::` names are lexical
 //     findings (the include line is blanked so parsing continues).
-// Newlines are never added or removed: lowered line n is original line n.
+// Every rewrite replaces single tokens; newlines are never added or
+// removed: lowered line n is original line n.
 #pragma once
 
 #include <string>

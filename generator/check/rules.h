@@ -22,8 +22,11 @@ inline constexpr std::string_view kDuplicateBindingIndex = "duplicate-binding-in
 inline constexpr std::string_view kKernelReturnType = "kernel-return-type";    // kernels return void
 inline constexpr std::string_view kDouble = "double";
 inline constexpr std::string_view kStaticLocal = "static-local";
-// Not Metal rules: clang's own errors, and manifest cross-check mismatches.
+// Not Metal rules: clang's own errors, valid Metal the cpu backend (where
+// kernels are tested) cannot lower (`-(float4)x`), and manifest cross-check
+// mismatches.
 inline constexpr std::string_view kCompileError = "compile-error";
+inline constexpr std::string_view kCpuLowering = "cpu-lowering";
 inline constexpr std::string_view kManifest = "manifest";
 
 }  // namespace mfagen::check::rules

@@ -87,11 +87,12 @@ void register_check_command(CLI::App& app, CommandAction& action) {
   cmd->footer(
       "Each file is parsed as Metal (C++ for OpenCL with Metal's address spaces, against mfagen's\n"
       "metal_stdlib stand-in). Reported, as FILE:LINE:COLUMN: error: MESSAGE [RULE]: clang's errors\n"
-      "[compile-error] and what Metal rejects: recursion, function-pointer, virtual-function,\n"
-      "exceptions, dynamic-allocation, goto, std-library, include, thread-pointer-escape,\n"
-      "generic-pointer, kernel-parameter-attribute, duplicate-binding-index, kernel-return-type,\n"
-      "double, static-local. With --manifest, each kernel's buffers, function constants and static\n"
-      "threadgroup memory must match its manifest entry [manifest].\n\n"
+      "[compile-error], valid Metal the cpu backend cannot lower [cpu-lowering], and what Metal\n"
+      "rejects: recursion, function-pointer, virtual-function, exceptions, dynamic-allocation, goto,\n"
+      "std-library, include, thread-pointer-escape, generic-pointer, kernel-parameter-attribute,\n"
+      "duplicate-binding-index, kernel-return-type, double, static-local. With --manifest, each\n"
+      "kernel's buffers, function constants and static threadgroup memory must match its manifest\n"
+      "entry [manifest].\n\n"
       "Exit status: 0 clean, 1 findings or unreadable input, 2 internal error.");
   cmd->add_option("files", args->files, "MSL files to check")->required()->type_name("FILE.metal");
   cmd->add_option("--manifest", args->manifest, "cross-check the kernels' signatures against this manifest.json")

@@ -345,6 +345,31 @@ TEST(CheckRules, StaticLocalNearMiss) {
       "  const float scale = 2.0f;\n  out[i] = kTable[i % kCount] * scale;\n}\n");
 }
 
+// Valid Metal the cpu backend (where the tests run kernels) cannot lower:
+// the vector-cast rewrite would negate its helper, not the value. The cast
+// stays as written, so the finding is the only diagnostic.
+TEST(CheckRules, CpuLoweringUnaryOperatorBeforeVectorCast) {
+  const std::string source = kHeader + "float4 negate(int4 i) {\n  return -(float4)i;  // HERE\n}\n";
+  CheckResult r = check_both_ways(source, "cast.metal");
+  ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r);
+  EXPECT_EQ(r.diagnostics[0].rule, rules::kCpuLowering);
+  EXPECT_EQ(r.diagnostics[0].line, line_of(source, "// HERE"));
+}
+
+TEST(CheckRules, CpuLoweringNearMiss) {
+  expect_clean("float4 negate(int4 i, float4 x) {\n  return -float4(i) + x - (float4)i + -x;\n}\n");
+}
+
+// OpenCL keywords are identifiers in Metal; a member named `global` is
+// renamed where it is declared and where it is used.
+TEST(CheckRules, OpenClKeywordsAsNamesNearMiss) {
+  expect_clean(
+      "struct Range { uint global; uint local; };\n"
+      "kernel void k(device float* out [[buffer(0)]], constant Range& r [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_grid]]) {\n"
+      "  uint local = r.local;\n  out[i] = float(r.global + local);\n}\n");
+}
+
 TEST(CheckRules, ColumnsAreThoseOfTheOriginalText) {
   // Address spaces and attributes are rewritten before parsing; positions
   // must still be those of the file as written.

@@ -233,6 +233,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "template <typename T> [[kernel]] void k(device T* a [[buffer(0)]]) {}\n"
                   "template [[kernel]] decltype(k<float>) k<float>;",
                   "need [[host_name(\"name\")]]"},
+        BadSource{"instance_without_semicolon",
+                  "template <typename T> [[kernel]] void k(device T* a [[buffer(0)]]) {}\n"
+                  "template [[host_name(\"k_f\")]] [[kernel]] decltype(k<float>) k<float>",
+                  "k.metal:2: error: explicit kernel instantiation 'k_f' needs a closing ';'"},
         BadSource{"unary_cast", "void f(int4 i) { float4 a = -(float4)i; }", "instead of a unary operator"}),
     [](const auto& info) { return std::string(info.param.name); });
 

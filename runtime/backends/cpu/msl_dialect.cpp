@@ -6,8 +6,15 @@
 #include <set>
 #include <string>
 
+#include "mfagen/msl/cast_context.h"
+
 namespace mfagen::cpu {
 namespace {
+
+using msl::TokenView;
+
+// From the stand-in's own headers, which spell out what the passes insert.
+bool in_standin(const TokenView& v, size_t k) { return v.file(k).find("/mfagen_standin/") != std::string::npos; }
 
 // C++ for OpenCL types a local or parameter `int x` as `__private int`, so
 // decltype(x) would carry an address space Metal's `thread int` does not
@@ -63,7 +70,7 @@ void lower_function_pointer_template_parameters(TokenView& v) {
 void lower_vec_in_alias_templates(TokenView& v) {
   for (size_t k = 0; k + 1 < v.count(); ++k) {
     if (!v.is(k, "template") || !v.is(k + 1, "<")) continue;
-    if (v.in_standin(k)) continue;
+    if (in_standin(v, k)) continue;
     size_t close = v.matching(k + 1);
     if (!v.is(close + 1, "using") || !v.is_identifier(close + 2) || !v.is(close + 3, "=")) continue;
     for (size_t j = close + 4; j + 1 < v.count() && !v.is(j, ";"); ++j) {
@@ -84,7 +91,7 @@ void lower_dependent_casts(TokenView& v) {
   for (size_t k = 0; k + 1 < v.count(); ++k) {
     if (!v.is(k, "template") || !v.is(k + 1, "<")) continue;
     // The stand-in spells its own conversions out (and implements these).
-    if (v.in_standin(k)) continue;
+    if (in_standin(v, k)) continue;
     size_t close = v.matching(k + 1);
     std::set<std::string, std::less<>> type_parameters;
     for (size_t j = k + 2; j + 1 < close; ++j)
@@ -108,7 +115,10 @@ void lower_dependent_casts(TokenView& v) {
         continue;
       }
       if (!v.is(j, "(") || !v.is(j + 2, ")") || !type_parameters.contains(v.text(j + 1))) continue;
-      if (!v.is_cast_context(j, j + 3)) continue;
+      msl::CastContext context = msl::cast_context(v, j, j + 3);
+      if (context == msl::CastContext::cast_after_unary_operator)
+        v.fail(j, msl::unary_operator_before_cast_message(v, j));
+      if (context == msl::CastContext::not_a_cast) continue;
       v.replace(j, "");
       v.replace(j + 1, fmt::format("::metal::__mf_dep_cast<{}>{{}} ->*", v.text(j + 1)));
       v.replace(j + 2, "");

@@ -1,4 +1,5 @@
-// Token rewrites for valid MSL that C++ for OpenCL (clang-16) types
+// Token rewrites (on the token view shared with the checker,
+// mfagen/msl/token_view.h) for valid MSL that C++ for OpenCL (clang-16) types
 // differently or rejects, found by compiling MLX's and llama.cpp's kernels
 // (docs/verification.md, "Third-party kernels"): decltype of locals,
 // reinterpret_cast to thread references, function-pointer template
@@ -9,10 +10,10 @@
 // diagnostics instead (diagnostic_repair.h).
 #pragma once
 
-#include "msl_token_view.h"
+#include "mfagen/msl/token_view.h"
 
 namespace mfagen::cpu {
 
-void lower_dialect_differences(TokenView& tokens);
+void lower_dialect_differences(msl::TokenView& tokens);
 
 }  // namespace mfagen::cpu

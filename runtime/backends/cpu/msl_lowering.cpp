@@ -8,8 +8,12 @@
 #include <optional>
 #include <set>
 
+#include "mfagen/msl/integer_expression.h"
+#include "mfagen/msl/opencl_keywords.h"
+#include "mfagen/msl/syntax_error.h"
+#include "mfagen/msl/token_view.h"
+#include "mfagen/msl/vector_syntax.h"
 #include "msl_dialect.h"
-#include "msl_token_view.h"
 
 namespace mfagen::cpu {
 namespace {
@@ -28,10 +32,6 @@ std::string canonical_scalar(std::string_view type) {
   auto alias = kAliases.find(type);
   return std::string(alias == kAliases.end() ? type : alias->second);
 }
-
-// OpenCL keywords that are ordinary identifiers in MSL.
-const std::set<std::string_view> kOpenClOnlyKeywords = {"global", "local", "generic", "pipe", "read_only",
-                                                        "write_only", "read_write", "private_"};
 
 // Builtin kernel arguments: attribute -> field of __mf_launch_args, and
 // whether the value is a 3-component position (scalar otherwise).
@@ -54,29 +54,23 @@ const std::map<std::string_view, BuiltinArg> kBuiltinArgs = {
     {"threads_per_simdgroup", {"threads_per_simdgroup", false}},
 };
 
-bool is_vector_type_name(std::string_view name) {
-  static const std::set<std::string, std::less<>> names = [] {
-    std::set<std::string, std::less<>> out;
-    for (const char* base : {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half",
-                             "float", "bfloat"})
-      for (int n = 2; n <= 4; ++n) out.insert(fmt::format("{}{}", base, n));
-    return out;
-  }();
-  return names.contains(name);
-}
-
 class Lowering {
  public:
   Lowering(std::string_view text, const std::map<uint32_t, ConstantValue>& constants)
       : view_(text), constants_(constants) {}
 
   LoweredSource run() {
+    reject_unbalanced_attributes();
     reject_unsupported_tokens();
+    msl::rename_opencl_only_keywords(view_);
     lower_function_constants();
     find_kernels();
     lower_dialect_differences(view_);
     lower_threadgroup_declarations();
-    lower_vector_syntax();
+    // The rewrite cannot express them, and the text as written would not run as Metal means it.
+    msl::lower_vector_syntax(view_, [&](msl::VectorSyntaxProblem, size_t k, const std::string& message) {
+      fail(k, message);
+    });
     map_keywords();
     LoweredSource out;
     // Metal has function pointers (llama.cpp passes dequantizers as template
@@ -108,9 +102,8 @@ class Lowering {
     std::string thunk;
   };
 
-  // --- token access (msl_token_view.h) ---
+  // --- token access (mfagen/msl/token_view.h) ---
   size_t count() const { return view_.count(); }
-  Token& at(size_t k) { return view_.at(k); }
   std::string_view text(size_t k) const { return view_.text(k); }
   bool is(size_t k, std::string_view s) const { return view_.is(k, s); }
   bool is_identifier(size_t k) const { return view_.is_identifier(k); }
@@ -118,7 +111,6 @@ class Lowering {
   void replace(size_t k, std::string s) { view_.replace(k, std::move(s)); }
   [[noreturn]] void fail(size_t k, const std::string& message) const { view_.fail(k, message); }
   size_t matching(size_t k) const { return view_.matching(k); }
-  bool is_cast_context(size_t k, size_t next) const { return view_.is_cast_context(k, next); }
 
   // Lowered text of tokens [begin, end), one space between tokens.
   // Text of tokens [begin, end), spaced only where two words would merge;
@@ -140,12 +132,16 @@ class Lowering {
   std::string original_text(size_t begin, size_t end) const { return joined_text(begin, end, false); }
 
   // --- passes ---
-  void reject_unsupported_tokens() {
-    for (size_t k = 0; k < count(); ++k) {
-      if (in_attribute(k) || !is_identifier(k)) continue;
-      if (text(k) == "double") fail(k, "'double' is not supported by Metal (use float)");
-      if (kOpenClOnlyKeywords.contains(text(k))) replace(k, fmt::format("__mf_id_{}", text(k)));
-    }
+  // `[[` opens an attribute list, which must close.
+  void reject_unbalanced_attributes() const {
+    for (size_t k = 0; k + 1 < count(); ++k)
+      if (is(k, "[") && is(k + 1, "[") && !in_attribute(k)) matching(k);
+  }
+
+  void reject_unsupported_tokens() const {
+    for (size_t k = 0; k < count(); ++k)
+      if (!in_attribute(k) && is_identifier(k) && text(k) == "double")
+        fail(k, "'double' is not supported by Metal (use float)");
   }
 
   // `constant T name [[function_constant(i)]];` at namespace scope.
@@ -162,7 +158,7 @@ class Lowering {
       std::string type = original_text(begin + 1, name);
       // llama.cpp writes [[function_constant(FC_MUL_MM + 1)]]: after the
       // preprocessor, an integer constant expression.
-      std::optional<long> index_value = view_.integer_expression(k + 4, matching(k + 3));
+      std::optional<long> index_value = msl::integer_expression(view_, k + 4, matching(k + 3));
       if (!index_value || *index_value < 0 || *index_value > 65535)
         fail(k, "function_constant index must be an integer constant expression in 0..65535");
       uint32_t index = static_cast<uint32_t>(*index_value);
@@ -292,7 +288,7 @@ class Lowering {
     for (size_t j = begin; j < kernel_attribute; ++j)
       if (is(j, "host_name") && is(j + 1, "(")) {
         // Adjacent string literals concatenate: host_name("softmax_" "float32").
-        for (size_t l = j + 2; l < count() && at(l).kind == TokenKind::literal; ++l)
+        for (size_t l = j + 2; l < count() && view_.is_literal(l); ++l)
           host_name += std::string(text(l)).substr(1, text(l).size() - 2);
       }
     if (host_name.empty()) fail(begin, "explicit kernel instantiations need [[host_name(\"name\")]]");
@@ -301,6 +297,7 @@ class Lowering {
     size_t name = after_attributes;
     while (name < semi && !(templates_.contains(std::string(text(name))) && is(name + 1, "<"))) ++name;
     if (name == semi) fail(begin, fmt::format("kernel '{}' instantiates no templated kernel defined before it", host_name));
+    if (semi == count()) fail(begin, fmt::format("explicit kernel instantiation '{}' needs a closing ';'", host_name));
     const TemplateKernel& t = templates_.at(std::string(text(name)));
     size_t args_close = matching(name + 1);
     std::vector<std::string> args;
@@ -326,7 +323,7 @@ class Lowering {
     Kernel kernel;
     kernel.signature.name = entry;
     if (callee.empty()) callee = entry;
-    kernel.signature.location = fmt::format("{}:{}", at(name_token).file, at(name_token).line);
+    kernel.signature.location = fmt::format("{}:{}", view_.file(name_token), view_.line(name_token));
     std::vector<std::string> arguments;
     std::vector<std::pair<size_t, size_t>> spans;  // token range of each parameter
     std::set<uint32_t> buffer_indices, threadgroup_indices;
@@ -514,55 +511,6 @@ class Lowering {
     }
   }
 
-  // float4(...) -> __mf_vec_ctor<float4>(...);  (float4)x -> __mf_vec_cast<float4>{} ->* x
-  void lower_vector_syntax() {
-    for (size_t k = 0; k + 1 < count(); ++k) {
-      if (in_attribute(k)) continue;
-      if (lower_vec_template(k)) continue;
-      if (is(k, "(") && is_vector_type_name(text(k + 1)) && is(k + 2, ")")) {
-        if (lower_vector_cast(k)) {
-          k += 2;
-          continue;
-        }
-      }
-      if (!is_vector_type_name(text(k)) || !is(k + 1, "(")) continue;
-      if (k > 0 && (is(k - 1, "operator") || is(k - 1, ".") || is(k - 1, "->"))) continue;
-      bool qualified = k >= 2 && is(k - 1, "::") && is(k - 2, "metal");
-      if (k >= 1 && is(k - 1, "::") && !qualified) fail(k, "unsupported qualified vector constructor");
-      replace(k, qualified ? fmt::format("__mf_vec_ctor<::metal::{}>", text(k))
-                           : fmt::format("::metal::__mf_vec_ctor<{}>", text(k)));
-    }
-  }
-
-  // metal::vec<T, N>(...) and (vec<T, N>)x, the template spelling of vectors.
-  bool lower_vec_template(size_t k) {
-    size_t type = is(k, "(") ? k + 1 : k;
-    if (!is(type, "vec") || !is(type + 1, "<") || (type >= 1 && (is(type - 1, ".") || is(type - 1, "->"))))
-      return false;
-    size_t close = matching(type + 1);
-    bool qualified = type >= 2 && is(type - 1, "::") && is(type - 2, "metal");
-    if (type == k + 1) {  // a C-style cast
-      if (!is(close + 1, ")") || !is_cast_context(k, close + 2)) return false;
-      replace(k, "");
-      replace(type, "::metal::__mf_vec_cast<::metal::vec");
-      replace(close, ">>{} ->*");
-      replace(close + 1, "");
-      return true;
-    }
-    if (!is(close + 1, "(") || (type >= 1 && is(type - 1, "operator"))) return false;
-    replace(type, qualified ? "__mf_vec_ctor<::metal::vec" : "::metal::__mf_vec_ctor<::metal::vec");
-    replace(close, ">>");
-    return true;
-  }
-
-  bool lower_vector_cast(size_t k) {
-    if (!is_cast_context(k, k + 3)) return false;
-    replace(k, "");
-    replace(k + 1, fmt::format("::metal::__mf_vec_cast<{}>{{}} ->*", text(k + 1)));
-    replace(k + 2, "");
-    return true;
-  }
-
   void map_keywords() {
     for (size_t k = 0; k < count(); ++k) {
       if (in_attribute(k) || !is_identifier(k)) continue;
@@ -617,7 +565,7 @@ class Lowering {
     return is(j, "*");
   }
 
-  TokenView view_;
+  msl::TokenView view_;
   const std::map<uint32_t, ConstantValue>& constants_;
   std::vector<Kernel> kernels_;
   struct TemplateKernel {
@@ -636,7 +584,11 @@ class Lowering {
 }  // namespace
 
 LoweredSource lower_msl(std::string_view preprocessed, const std::map<uint32_t, ConstantValue>& constants) {
-  return Lowering(preprocessed, constants).run();
+  try {
+    return Lowering(preprocessed, constants).run();
+  } catch (const msl::SyntaxError& e) {
+    throw CompileError(e.what());  // the same "file:line: error: ..." text
+  }
 }
 
 }  // namespace mfagen::cpu

@@ -1,6 +1,7 @@
 // Mechanical lowering of preprocessed MSL to C++ for OpenCL (DESIGN.md
-// section 7). It rewrites single tokens and a few fixed patterns; it never
-// re-implements a kernel:
+// section 7), written on the token layer it shares with the checker's
+// lowering (runtime/msl_syntax). It rewrites single tokens and a few fixed
+// patterns; it never re-implements a kernel:
 //   - address-space keywords (device, constant, threadgroup, thread) become
 //     clang address spaces, except inside [[attributes]];
 //   - kernel-scope `threadgroup T name[N];` becomes a reference to storage the
@@ -8,7 +9,9 @@
 //   - `constant T name [[function_constant(i)]];` becomes a constexpr with the
 //     launch's value, and is_function_constant_defined() a constant;
 //   - vector constructors `float4(...)` and casts `(float4)x` get Metal's
-//     value-converting semantics (clang's vector casts are bit casts);
+//     value-converting semantics (clang's vector casts are bit casts), and
+//     OpenCL-only keywords used as identifiers are renamed: the passes the
+//     checker runs too (mfagen/msl/vector_syntax.h, opencl_keywords.h);
 //   - every kernel gets an `extern "C"` entry thunk that binds buffers and
 //     thread-position arguments from their attributes;
 //   - valid MSL that clang types differently gets the rewrites of
