@@ -19,6 +19,7 @@
 #include "profile/chip_selection.h"
 #include "profile/profile_json.h"
 #include "profile/spec_profile.h"
+#include "profile/synthetic_call.h"
 #include "profile_output.h"
 #include "spec/spec_parser.h"
 #include "text_table.h"
@@ -106,13 +107,8 @@ std::string function_constant_table(const plan::KernelPlan& p) {
 // and the traffic of K and V (read once per split and row block) and of the
 // partial results.
 std::vector<TextRow> decode_rows(const plan::KernelPlan& p, const plan::CostShape& shape) {
-  ForwardCall call;
-  call.shape = {shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
-  call.strides = contiguous_bhsd(call.shape, p.spec.head_dim, p.spec.head_dim_v);
-  if (p.spec.softcap) call.softcap = 1;
-  if (p.spec.window) call.window_left = shape.window_left, call.window_right = shape.window_right;
-  if (p.spec.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
-  const DispatchPlan d = plan_forward(plan::forward_kernel_info(p), call);
+  // The call the profile makes (paged caches: pages of kSyntheticPageSize keys).
+  const DispatchPlan d = plan_forward(plan::forward_kernel_info(p), profile::synthetic_call(p, shape));
   std::vector<TextRow> rows;
   for (const KernelLaunch& l : d.launches)
     rows.push_back({"launch", fmt::format("{}: {} x {} x {} threadgroups of {} threads", l.entry, l.threadgroups[0],

@@ -28,6 +28,15 @@ void fill_float(std::span<std::byte> bytes, float value) {
   for (size_t at = 0; at + sizeof(float) <= bytes.size(); at += sizeof(float)) std::memcpy(bytes.data() + at, &value, 4);
 }
 
+// int32 values 0, step, 2 step, ... (cu_seqlens of equal lengths, block
+// tables of consecutive pages), or `step` everywhere (cache lengths).
+void fill_int32(std::span<std::byte> bytes, int32_t step, bool cumulative) {
+  for (size_t i = 0; (i + 1) * sizeof(int32_t) <= bytes.size(); ++i) {
+    const int32_t value = cumulative ? int32_t(i) * step : step;
+    std::memcpy(bytes.data() + i * sizeof(int32_t), &value, sizeof(int32_t));
+  }
+}
+
 }  // namespace
 
 ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& shape) {
@@ -38,6 +47,17 @@ ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& sha
   if (p.spec.softcap) call.softcap = 30;
   if (p.spec.window) call.window_left = shape.window_left, call.window_right = shape.window_right;
   if (p.spec.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
+  if (p.spec.layout == spec::Layout::varlen) {  // batch sequences of seq_q and seq_k rows, packed
+    call.total_q = shape.batch * shape.seq_q;
+    call.total_k = shape.batch * shape.seq_k;
+    call.strides = packed_varlen(attention, call.total_q, p.spec.head_dim, p.spec.head_dim_v);
+  }
+  if (p.spec.kv_cache == spec::KvCache::paged) {  // pages of kSyntheticPageSize keys, each sequence its own
+    call.page_size = kSyntheticPageSize;
+    call.max_pages = (shape.seq_k + kSyntheticPageSize - 1) / kSyntheticPageSize;
+    call.num_pages = shape.batch * call.max_pages;
+    call.strides = paged_kv(attention, kSyntheticPageSize, p.spec.head_dim, p.spec.head_dim_v);
+  }
   return call;
 }
 
@@ -64,6 +84,18 @@ std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan&
         break;  // additive: zeros, every key visible
       case plan::kAlibiIndex:
         fill_float(bytes, 0.0625f);
+        break;
+      case plan::kCuSeqlensQIndex:
+        fill_int32(bytes, int32_t(shape.seq_q), true);
+        break;
+      case plan::kCuSeqlensKIndex:
+        fill_int32(bytes, int32_t(shape.seq_k), true);
+        break;
+      case plan::kBlockTableIndex:
+        fill_int32(bytes, 1, true);  // sequence b's blocks are pages b * max_pages, ...
+        break;
+      case plan::kCacheSeqlensIndex:
+        fill_int32(bytes, int32_t(shape.seq_k), false);
         break;
       default:
         break;

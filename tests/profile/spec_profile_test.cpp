@@ -98,6 +98,39 @@ TEST(SpecProfile, DecodeDeviceBytesEqualTheSplitKModel) {
   EXPECT_EQ(others, q_out + lse + 2 * partials) << describe(work);
 }
 
+// Bytes of q, k, v and out (indices 0..3): the tensor traffic of a call.
+uint64_t qkvo_bytes(const KernelWork& work) {
+  uint64_t bytes = 0;
+  for (const LaunchWork& l : work.launches)
+    for (const LaunchWork::Buffer& b : l.buffers)
+      if (b.index <= kForwardOut) bytes += b.bytes_read + b.bytes_written;
+  return bytes;
+}
+
+// The serving layouts (DESIGN.md section 13) profile like their dense twins:
+// a paged decode reads exactly the K and V bytes of the dense one (pages add
+// only their block table), a varlen forward of equal lengths moves exactly the
+// dense forward's q, k, v and out bytes.
+TEST(SpecProfile, PagedAndVarlenMoveTheTensorBytesOfTheirDenseTwins) {
+  spec::KernelSpec decode = make_spec(spec::Kind::decode, spec::Causal::bottom_right, 64);
+  spec::KernelSpec paged = decode;
+  paged.kv_cache = spec::KvCache::paged;
+  const plan::CostShape decode_shape{2, 8, 2, 1, 1000};
+  const KernelWork dense_work = profile_plan_call(plan::plan_kernel(decode), decode_shape, 0);
+  const KernelWork paged_work = profile_plan_call(plan::plan_kernel(paged), decode_shape, 0);
+  EXPECT_EQ(qkvo_bytes(paged_work), qkvo_bytes(dense_work)) << describe(paged_work) << describe(dense_work);
+  EXPECT_GT(tensor_bytes(paged_work), tensor_bytes(dense_work));  // the block table and cache lengths
+
+  spec::KernelSpec forward = make_spec(spec::Kind::forward, spec::Causal::bottom_right, 64);
+  spec::KernelSpec varlen = forward;
+  varlen.layout = spec::Layout::varlen;
+  const plan::CostShape forward_shape{3, 2, 1, 70, 90};
+  const KernelWork dense_forward = profile_plan_call(plan::plan_kernel(forward), forward_shape, 0);
+  const KernelWork varlen_forward = profile_plan_call(plan::plan_kernel(varlen), forward_shape, 0);
+  EXPECT_EQ(qkvo_bytes(varlen_forward), qkvo_bytes(dense_forward)) << describe(varlen_forward);
+  EXPECT_DOUBLE_EQ(varlen_forward.useful_flops, dense_forward.useful_flops);
+}
+
 TEST(SpecProfile, BackwardDeviceBytesEqualTheKernelModel) {
   const plan::KernelPlan p = plan::plan_kernel(make_spec(spec::Kind::backward, spec::Causal::none, 64));
   const plan::CostShape shape{1, 1, 1, 64, 64};
