@@ -185,7 +185,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // Backward kernels stage block_q rows (q, dO) in dkdv and block_k rows (K, V) in dq.
   // dkdv also keeps the lse and D of a query block (2 floats per query).
   const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.block_k;
-  const uint32_t reserved = backward ? 2 * 4 * p.block_q : 0;
+  // Paged caches keep the cache row of each key of the block (uint).
+  const uint32_t reserved = backward ? 2 * 4 * p.block_q : s.kv_cache == spec::KvCache::paged ? 4 * p.block_k : 0;
   // Forward and decode kernels widen K and V to float as they stage them, so
   // that each fragment is one simdgroup_load of float32 (the element type the
   // MMA's documented signature shares among its operands).

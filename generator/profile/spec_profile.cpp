@@ -46,6 +46,8 @@ session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call
   r.has_mask = p.spec.mask != spec::MaskKind::none;
   r.alibi = p.spec.alibi;
   r.sinks = p.spec.sinks;
+  r.varlen = p.spec.layout == spec::Layout::varlen;
+  r.paged = p.spec.kv_cache == spec::KvCache::paged;
   r.softcap = p.spec.softcap;
   r.window = p.spec.window;
   r.backward = p.spec.kind == spec::Kind::backward;

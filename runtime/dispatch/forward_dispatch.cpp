@@ -75,10 +75,13 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   if (kernel.paged)
     require(call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 && call.num_pages <= kMaxSeq &&
                 call.max_pages <= kMaxSeq && call.page_size <= kMaxSeq / call.max_pages &&
-                shape.seq_k <= call.page_size * call.max_pages,
+                shape.seq_k <= call.page_size * call.max_pages &&
+                call.strides.k.batch == call.page_size * call.strides.k.row &&
+                call.strides.v.batch == call.page_size * call.strides.v.row,
             "kernel " + kernel.entry + " reads a paged cache: page_size, num_pages and max_pages must be at least "
             "1, max_pages x page_size below 2^31 and at least seq_k (the longest cache length, " +
-                std::to_string(shape.seq_k) + ")");
+                std::to_string(shape.seq_k) + "), and a page's stride page_size slot strides (pages are contiguous, "
+                "as paged_kv() gives them)");
   else
     require(call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0,
             "kernel " + kernel.entry + " was generated for dense k and v (spec kv_cache dense): page_size, "

@@ -57,7 +57,9 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && (!kernel.backward || kernel.lse);
   ok = ok && (kernel.paged ? call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 &&
                                  call.num_pages <= kMaxSeq && call.max_pages <= kMaxSeq &&
-                                 call.page_size <= kMaxSeq / call.max_pages && s.seq_k <= call.page_size * call.max_pages
+                                 call.page_size <= kMaxSeq / call.max_pages && s.seq_k <= call.page_size * call.max_pages &&
+                                 call.strides.k.batch == call.page_size * call.strides.k.row &&
+                                 call.strides.v.batch == call.page_size * call.strides.v.row
                            : call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0);
   ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq &&
                                   call.total_k <= kMaxSeq
