@@ -29,6 +29,7 @@
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
 #include "run_feature_inputs.h"
+#include "session/call_layout.h"
 #include "session/kernel_selection.h"
 #include "session/packed_sequences.h"
 #include "session/paged_cache_inputs.h"
@@ -56,23 +57,18 @@ struct RunArgs {
   bool no_detectors = false;
 };
 
-// One input tensor: its file, values and (B, H, S, D) shape, or (T, H, D)
-// for the packed sequences of a varlen call.
+// One input tensor: its file, values and shape (session/call_layout.h says
+// which shapes a call takes).
 struct InputTensor {
   std::string what;  // "--q q.npy"
   std::vector<uint64_t> shape;
   std::vector<double> values;
 };
 
-InputTensor read_input(const std::string& option, const std::string& file, bool packed) {
+InputTensor read_input(const std::string& option, const std::string& file) {
   InputTensor t;
   t.what = fmt::format("{} {}", option, file);
   io::NpyArray array = io::read_npy(file);
-  if (array.shape.size() != (packed ? 3u : 4u))
-    throw UserError(fmt::format("{}: expected a {} array, found shape {}", t.what,
-                                packed ? "3-d (total rows, heads, dim) packed (--cu-seqlens-q/k are given)"
-                                       : "4-d (batch, heads, seq, dim)",
-                                io::shape_repr(array.shape)));
   for (uint64_t extent : array.shape)
     if (extent == 0) throw UserError(fmt::format("{}: shape {} has an empty dimension", t.what, io::shape_repr(array.shape)));
   t.shape = array.shape;
@@ -80,12 +76,6 @@ InputTensor read_input(const std::string& option, const std::string& file, bool 
   for (double x : t.values)
     if (!std::isfinite(x)) throw UserError(fmt::format("{}: holds NaN or infinite values", t.what));
   return t;
-}
-
-void require_same(const InputTensor& a, size_t da, const InputTensor& b, size_t db, const char* meaning) {
-  if (a.shape[da] != b.shape[db])
-    throw UserError(fmt::format("{} has shape {} but {} has shape {}: {} must match", a.what,
-                                io::shape_repr(a.shape), b.what, io::shape_repr(b.shape), meaning));
 }
 
 void write_output(const std::filesystem::path& path, std::span<const float> values, std::vector<uint64_t> shape) {
@@ -104,44 +94,39 @@ int run(const RunArgs& args) {
   // On disk, as an app vendors them: the Metal backend reads the kernel files.
   const io::TempDirectory kernels("mfagen-run-");
   const session::SpecLibrary set = session::SpecLibrary::from_spec_files({args.spec}, kernels.path() / "set");
-  // Packed sequences (layout varlen) when their boundaries are given.
+  // Packed sequences (layout varlen) when their boundaries are given, a paged
+  // KV cache when its block table is (session/call_layout.h).
   const bool packed = !args.cu_seqlens_q.empty() || !args.cu_seqlens_k.empty();
-  const InputTensor q = read_input("--q", args.q, packed), k = read_input("--k", args.k, packed),
-                    v = read_input("--v", args.v, packed);
-  // K and V in a paged cache (num_pages, page_size, Hkv, D) with a block table.
   const bool paged = !args.block_table.empty() || !args.cache_seqlens.empty();
   if (packed && paged)
     throw UserError("--cu-seqlens-q/k and --block-table/--cache-seqlens: paged caches take dense queries");
-  const size_t dim = packed ? 2 : 3;            // the head dim's axis
-  const size_t kv_heads_axis = paged ? 2 : 1;   // of k and v
-  if (paged) {
-    require_same(k, 0, v, 0, "the page counts");
-    require_same(k, 1, v, 1, "the page sizes");
-  } else if (!packed) {
-    require_same(q, 0, k, 0, "the batch sizes");
-    require_same(k, 0, v, 0, "the batch sizes");
-  }
-  require_same(k, kv_heads_axis, v, kv_heads_axis, "the kv head counts");
-  if (!paged) require_same(k, dim - 1, v, dim - 1, packed ? "the packed key rows" : "the key sequence lengths");
-  require_same(q, dim, k, dim, "head_dim (the last dimension of q and k)");
-  const uint64_t heads_kv = k.shape[kv_heads_axis];
-  if (q.shape[1] % heads_kv != 0)
-    throw UserError(fmt::format("{} has {} heads and {} has {}: the q heads must be a multiple of the kv heads",
-                                q.what, q.shape[1], k.what, heads_kv));
-  const uint64_t total_q = packed ? q.shape[0] : 0, total_k = packed ? k.shape[0] : 0;
+  const session::TensorLayout layout = packed ? session::TensorLayout::packed
+                                       : paged ? session::TensorLayout::paged
+                                               : session::TensorLayout::dense;
+  const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
+  const session::TensorShape q_shape{q.what, q.shape}, k_shape{k.what, k.shape}, v_shape{v.what, v.shape};
+  session::check_ranks(layout, q_shape, k_shape, v_shape);
+  session::SequenceSizes sizes;
   std::optional<session::PackedSequences> sequences;
-  if (packed) sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, total_q, total_k);
+  if (packed) {
+    sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, q.shape[0], k.shape[0]);
+    sizes = {sequences->batch, sequences->longest_q, sequences->longest_k, 0};
+  }
   std::optional<session::PagedCacheInputs> cache;
-  if (paged) cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.shape[0], k.shape[0], k.shape[1]);
+  if (paged) {
+    cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.shape[0], k.shape[0], k.shape[1]);
+    sizes = {q.shape[0], 0, cache->longest, cache->max_pages};
+  }
+  const session::CallLayout geometry = session::call_layout(layout, q_shape, k_shape, v_shape, sizes);
 
   session::CallRequest request;
-  request.batch = packed ? sequences->batch : q.shape[0];
-  request.head_dim = q.shape[dim];
-  request.head_dim_v = v.shape[dim];
-  request.heads_q = q.shape[1];
-  request.heads_kv = heads_kv;
-  request.seq_q = packed ? sequences->longest_q : q.shape[2];
-  request.seq_k = packed ? sequences->longest_k : paged ? cache->longest : k.shape[2];
+  request.batch = geometry.shape.batch;
+  request.head_dim = geometry.head_dim;
+  request.head_dim_v = geometry.head_dim_v;
+  request.heads_q = geometry.shape.heads_q;
+  request.heads_kv = geometry.shape.heads_kv;
+  request.seq_q = geometry.shape.seq_q;
+  request.seq_k = geometry.shape.seq_k;
   request.varlen = packed;
   request.paged = paged;
   request.has_mask = !args.mask.empty();
@@ -156,19 +141,9 @@ int run(const RunArgs& args) {
   const plan::KernelPlan& plan = set.plan_of(entry);
   const spec::DType dtype = plan.spec.dtype;
 
-  const AttentionShape shape{request.batch, request.heads_q, request.heads_kv, request.seq_q, request.seq_k};
+  const AttentionShape& shape = geometry.shape;
   ForwardCall call;
-  call.shape = shape;
-  call.strides = packed ? packed_varlen(shape, total_q, plan.spec.head_dim, plan.spec.head_dim_v)
-                        : contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
-  call.total_q = total_q;
-  call.total_k = total_k;
-  if (paged) {
-    call.strides = paged_kv(shape, k.shape[1], plan.spec.head_dim, plan.spec.head_dim_v);
-    call.page_size = k.shape[1];
-    call.num_pages = k.shape[0];
-    call.max_pages = cache->max_pages;
-  }
+  geometry.apply_to(call);
   call.scale = args.scale.value_or(0);
   call.softcap = args.softcap.value_or(0);
   call.window_left = args.window_left.value_or(-1);
@@ -196,15 +171,11 @@ int run(const RunArgs& args) {
   const session::SpecLibrary& forward_kernels = backward ? *forward_set : set;
   const KernelEntry& forward = backward ? forward_kernels.library.kernels().front() : entry;
   const DispatchPlan dispatch = session::dispatch_for(forward, call);
-  // out (B, Hq, Sq, Dv) and lse (B, Hq, Sq); packed: (total_q, Hq, Dv) and (Hq, total_q).
-  const std::vector<uint64_t> out_shape = packed ? std::vector<uint64_t>{total_q, shape.heads_q, plan.spec.head_dim_v}
-                                                 : std::vector<uint64_t>{shape.batch, shape.heads_q, shape.seq_q,
-                                                                         plan.spec.head_dim_v};
-  const std::vector<uint64_t> lse_shape = packed ? std::vector<uint64_t>{shape.heads_q, total_q}
-                                                 : std::vector<uint64_t>{shape.batch, shape.heads_q, shape.seq_q};
+  const std::vector<uint64_t>& out_shape = geometry.out_shape;
+  const std::vector<uint64_t>& lse_shape = geometry.lse_shape;
   std::optional<InputTensor> d_out;
   if (backward) {
-    d_out = read_input("--do", args.d_out, packed);
+    d_out = read_input("--do", args.d_out);
     if (d_out->shape != out_shape)
       throw UserError(fmt::format("{} has shape {}; dO must have the shape of out, {}", d_out->what,
                                   io::shape_repr(d_out->shape), io::shape_repr(out_shape)));
@@ -217,7 +188,9 @@ int run(const RunArgs& args) {
   };
   std::vector<std::byte> q_bytes = rounded(q), k_bytes = rounded(k), v_bytes = rounded(v);
   std::vector<std::byte> out_bytes(dispatch.buffer("out")->bytes);
-  std::vector<float> lse(lse_shape[0] * lse_shape[1] * (packed ? 1 : lse_shape[2]));
+  uint64_t lse_rows = 1;
+  for (uint64_t extent : lse_shape) lse_rows *= extent;
+  std::vector<float> lse(lse_rows);
 
   std::error_code ec;
   std::filesystem::create_directories(args.out_dir, ec);
