@@ -27,7 +27,7 @@ std::vector<double> unpack_rows(const std::vector<double>& packed, uint64_t head
 AttentionProblem sequence_problem(const PackedBatch& batch, uint64_t b) {
   if (b >= sequence_count(batch)) throw std::invalid_argument("packed batch: no sequence " + std::to_string(b));
   const AttentionProblem& o = batch.options;
-  AttentionProblem p = o;
+  AttentionProblem p = entry_options(o, sequence_count(batch), b);
   const int32_t q0 = batch.cu_seqlens_q[b], q1 = batch.cu_seqlens_q[b + 1];
   const int32_t k0 = batch.cu_seqlens_k[b], k1 = batch.cu_seqlens_k[b + 1];
   if (q0 < 0 || q1 < q0 || k0 < 0 || k1 < k0)
@@ -38,8 +38,15 @@ AttentionProblem sequence_problem(const PackedBatch& batch, uint64_t b) {
   p.q = unpack_rows(batch.q, o.heads_q, o.head_dim, uint64_t(q0), p.seq_q);
   p.k = unpack_rows(batch.k, o.heads_kv, o.head_dim, uint64_t(k0), p.seq_k);
   p.v = unpack_rows(batch.v, o.heads_kv, o.head_dim_v, uint64_t(k0), p.seq_k);
-  if (o.alibi_slopes.size() == sequence_count(batch) * o.heads_q && o.alibi_slopes.size() != o.heads_q)
-    p.alibi_slopes.assign(o.alibi_slopes.begin() + b * o.heads_q, o.alibi_slopes.begin() + (b + 1) * o.heads_q);
+  return p;
+}
+
+AttentionProblem entry_options(const AttentionProblem& options, uint64_t batches, uint64_t b) {
+  AttentionProblem p = options;
+  p.batch = 1;
+  if (options.alibi_slopes.size() == batches * options.heads_q && batches != 1)
+    p.alibi_slopes.assign(options.alibi_slopes.begin() + b * options.heads_q,
+                          options.alibi_slopes.begin() + (b + 1) * options.heads_q);
   return p;
 }
 

@@ -23,6 +23,10 @@ uint64_t sequence_count(const PackedBatch& batch);
 // Sequence b as the dense problem the reference solves: q (1, Hq, Sq_b, D), ...
 AttentionProblem sequence_problem(const PackedBatch& batch, uint64_t b);
 
+// The options of entry b of a batch of `batches` entries, solved as a problem
+// of its own: ALiBi slopes given per entry (batches x Hq) become entry b's Hq.
+AttentionProblem entry_options(const AttentionProblem& options, uint64_t batches, uint64_t b);
+
 // Rows [start, start + length) of a packed (T, heads, columns) tensor as a
 // dense (1, heads, length, columns) one.
 std::vector<double> unpack_rows(const std::vector<double>& packed, uint64_t heads, uint64_t columns, uint64_t start,

@@ -204,17 +204,13 @@ int run(const RunArgs& args) {
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
   if (!sinks.empty()) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
-  std::vector<int32_t> cu_q = packed ? sequences->cu_seqlens_q : std::vector<int32_t>{},
-                       cu_k = packed ? sequences->cu_seqlens_k : std::vector<int32_t>{};
-  std::vector<int32_t> block_table = paged ? cache->block_table : std::vector<int32_t>{},
-                       cache_seqlens = paged ? cache->cache_seqlens : std::vector<int32_t>{};
   if (paged) {
-    tensors[plan::kBlockTableIndex] = std::as_writable_bytes(std::span(block_table));
-    tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache_seqlens));
+    tensors[plan::kBlockTableIndex] = std::as_writable_bytes(std::span(cache->block_table));
+    tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache->cache_seqlens));
   }
   if (packed) {
-    tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q));
-    tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(cu_k));
+    tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(sequences->cu_seqlens_q));
+    tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(sequences->cu_seqlens_k));
   }
   RunStats run = backend->run(forward_kernels.library, forward, dispatch, tensors);
 

@@ -140,33 +140,46 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   return s;
 }
 
+CaseKernel compile_forward_kernel(const ForwardCase& c) {
+  ForwardCase forward_case = c;
+  if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;
+  CaseKernel kernel{plan::plan_kernel(make_spec(forward_case)), "", nullptr};
+  kernel.source = render::render_forward(kernel.plan);
+  kernel.module = cpu::compile(kernel.source, kernel.plan.entry + ".metal", cpu::CompileOptions{});
+  return kernel;
+}
+
+reference::AttentionProblem case_options(const ForwardCase& c, uint32_t head_dim, uint32_t head_dim_v) {
+  reference::AttentionProblem o;
+  o.heads_q = c.heads_q;
+  o.heads_kv = c.heads_kv;
+  o.head_dim = head_dim;
+  o.head_dim_v = head_dim_v;
+  o.causal = selftest::reference_causal(c.causal);
+  o.scale = c.scale;
+  o.window = c.window;
+  o.softcap = c.softcap;
+  return o;
+}
+
 ForwardOutcome run_forward_case(const ForwardCase& c) {
   if (!c.varlen_q.empty()) return run_varlen_case(c);
   if (c.page_size) return run_paged_case(c);
   // A backward case first runs the forward kernel of the same features.
-  ForwardCase forward_case = c;
-  if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;
-  const plan::KernelPlan plan = plan::plan_kernel(make_spec(forward_case));
+  const CaseKernel kernel = compile_forward_kernel(c);
+  const plan::KernelPlan& plan = kernel.plan;
+  const auto& module = kernel.module;
   ForwardOutcome outcome;
-  outcome.kernel_source = render::render_forward(plan);
-  auto module = cpu::compile(outcome.kernel_source, plan.entry + ".metal", cpu::CompileOptions{});
+  outcome.kernel_source = kernel.source;
 
   const reference::ElementType type = selftest::reference_type(c.dtype);
-  reference::AttentionProblem problem;
+  reference::AttentionProblem problem = case_options(c, plan.spec.head_dim, plan.spec.head_dim_v);
   problem.batch = c.batch;
-  problem.heads_q = c.heads_q;
-  problem.heads_kv = c.heads_kv;
   problem.seq_q = c.seq_q;
   problem.seq_k = c.seq_k;
-  problem.head_dim = plan.spec.head_dim;
-  problem.head_dim_v = plan.spec.head_dim_v;
-  problem.causal = selftest::reference_causal(c.causal);
-  problem.scale = c.scale;
   problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type, c.q_scale);
   problem.k = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim, c.seed * 3 + 1, type, c.kv_scale);
   problem.v = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim_v, c.seed * 3 + 2, type, c.kv_scale);
-  problem.window = c.window;
-  problem.softcap = c.softcap;
   MaskData mask;
   if (c.mask != spec::MaskKind::none) {
     mask = make_mask(c, type);

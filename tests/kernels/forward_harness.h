@@ -12,8 +12,10 @@
 #include <ostream>
 #include <string>
 
+#include "attention_problem.h"
 #include "mfagen/cpu/backend.h"
 #include "mfagen/cpu/execute_dispatch.h"
+#include "plan/kernel_plan.h"
 #include "spec/kernel_spec.h"
 #include "tolerance.h"
 
@@ -97,6 +99,19 @@ spec::KernelSpec make_spec(const ForwardCase& c);
 std::vector<double> case_sinks(const ForwardCase& c);
 // ALiBi slopes of a case: (Hq,) or (B, Hq) with alibi_per_batch.
 std::vector<double> case_alibi_slopes(const ForwardCase& c);
+
+// The kernel a case runs first (a backward case: the forward of the same
+// features), planned, rendered and compiled for the cpu backend.
+struct CaseKernel {
+  plan::KernelPlan plan;
+  std::string source;
+  std::shared_ptr<const cpu::Module> module;
+};
+CaseKernel compile_forward_kernel(const ForwardCase& c);
+
+// What every reference problem of a case shares: heads, head dims, causal
+// mode, scale, window and softcap (no shapes, tensors, masks or slopes).
+reference::AttentionProblem case_options(const ForwardCase& c, uint32_t head_dim, uint32_t head_dim_v);
 ForwardOutcome run_forward_case(const ForwardCase& c);
 
 }  // namespace mfagen::test

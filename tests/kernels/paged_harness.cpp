@@ -1,5 +1,3 @@
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -9,11 +7,11 @@
 
 #include "attention_reference.h"
 #include "device_tensor.h"
+#include "packed_batch.h"
 #include "paged_cache.h"
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
 #include "random_inputs.h"
-#include "render/render_forward.h"
 #include "selftest/case_inputs.h"
 #include "serving_harness.h"
 
@@ -54,10 +52,10 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   const reference::PagedCache cache = make_cache(c);
   const uint64_t longest_k = std::max<uint64_t>(1, *std::max_element(c.cache_lengths.begin(), c.cache_lengths.end()));
 
-  const plan::KernelPlan plan = plan::plan_kernel(make_spec(c));
+  const CaseKernel kernel = compile_forward_kernel(c);
+  const plan::KernelPlan& plan = kernel.plan;
   ForwardOutcome outcome;
-  outcome.kernel_source = render::render_forward(plan);
-  auto module = cpu::compile(outcome.kernel_source, plan.entry + ".metal", cpu::CompileOptions{});
+  outcome.kernel_source = kernel.source;
 
   const reference::ElementType type = selftest::reference_type(c.dtype);
   const uint32_t d = plan.spec.head_dim, dv = plan.spec.head_dim_v;
@@ -100,7 +98,7 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   if (c.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sink_values));
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slope_values));
-  outcome.dispatch = cpu::execute(*module, dispatch, tensors);
+  outcome.dispatch = cpu::execute(*kernel.module, dispatch, tensors);
   for (const KernelLaunch& l : dispatch.launches)
     if (l.entry == plan.entry && plan.spec.kind == spec::Kind::decode) outcome.splits = l.threadgroups[0];
 
@@ -111,37 +109,23 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   outcome.out = {true, 0, 0, 0, ""};
   outcome.lse = {true, 0, 0, 0, c.lse ? "" : "no lse"};
   const uint64_t q_rows = c.heads_q * c.seq_q;
+  reference::AttentionProblem options = case_options(c, d, dv);
+  options.sinks = sinks;
+  options.alibi_slopes = slopes;
   for (uint64_t b = 0; b < c.batch; ++b) {
-    reference::AttentionProblem p;
-    p.heads_q = c.heads_q;
-    p.heads_kv = c.heads_kv;
+    reference::AttentionProblem p = reference::entry_options(options, c.batch, b);
     p.seq_q = c.seq_q;
     p.seq_k = c.cache_lengths[b];
-    p.head_dim = d;
-    p.head_dim_v = dv;
-    p.causal = selftest::reference_causal(c.causal);
-    p.scale = c.scale;
-    p.window = c.window;
-    p.softcap = c.softcap;
-    p.sinks = sinks;
-    if (c.alibi) p.alibi_slopes = c.alibi_per_batch ? std::vector<double>(slopes.begin() + b * c.heads_q,
-                                                                           slopes.begin() + (b + 1) * c.heads_q)
-                                                    : slopes;
     p.q.assign(q.begin() + b * q_rows * d, q.begin() + (b + 1) * q_rows * d);
     p.k = reference::gather_sequence(k_pages, cache, d, b);
     p.v = reference::gather_sequence(v_pages, cache, dv, b);
     const reference::AttentionResult expected = reference::reference_attention(p);
     const reference::AttentionResult naive = reference::naive_attention_in_dtype(p, type);
     const std::vector<float> got_b(got.begin() + b * q_rows * dv, got.begin() + (b + 1) * q_rows * dv);
-    const reference::ToleranceVerdict v = reference::check_output(got_b, expected, naive, type, p);
-    outcome.out.ok = outcome.out.ok && v.ok;
-    outcome.out.max_abs_error = std::max(outcome.out.max_abs_error, v.max_abs_error);
-    if (!v.ok) outcome.out.detail += fmt::format("[sequence {}] {} ", b, v.detail);
+    merge(outcome.out, reference::check_output(got_b, expected, naive, type, p), b);
     if (!c.lse) continue;
     const std::vector<float> lse_b(lse.begin() + b * q_rows, lse.begin() + (b + 1) * q_rows);
-    const reference::ToleranceVerdict l = reference::check_lse(lse_b, expected, p);
-    outcome.lse.ok = outcome.lse.ok && l.ok;
-    if (!l.ok) outcome.lse.detail += fmt::format("[sequence {}] {} ", b, l.detail);
+    merge(outcome.lse, reference::check_lse(lse_b, expected, p), b);
   }
   return outcome;
 }

@@ -73,7 +73,9 @@ TEST_P(PagedKernel, EverySequenceMatchesItsFloat64Reference) {
   const ForwardCase& c = GetParam();
   const ForwardOutcome outcome = run_forward_case(c);
   EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
-  if (c.splits) EXPECT_EQ(outcome.splits, c.splits);
+  if (c.splits) {
+    EXPECT_EQ(outcome.splits, c.splits);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paged, PagedKernel, ::testing::ValuesIn(cases()),

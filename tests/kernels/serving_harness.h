@@ -18,4 +18,8 @@ ForwardOutcome run_varlen_case(const ForwardCase& c);
 // the keys gathered from its pages (reference/paged_cache.h).
 ForwardOutcome run_paged_case(const ForwardCase& c);
 
+// Adds the verdict of one sequence to the verdict of the batch: ok when all
+// are, the worst errors, and the details of the failing sequences.
+void merge(reference::ToleranceVerdict& into, const reference::ToleranceVerdict& v, uint64_t sequence);
+
 }  // namespace mfagen::test

@@ -132,7 +132,9 @@ TEST_P(SinksDecode, MatchesFloat64ReferenceWithNoFindings) {
   const ForwardCase& c = GetParam();
   const ForwardOutcome outcome = run_forward_case(c);
   EXPECT_TRUE(outcome.ok()) << c.describe() << " (" << outcome.splits << " splits)\n" << outcome.report();
-  if (c.splits) EXPECT_EQ(outcome.splits, c.splits);
+  if (c.splits) {
+    EXPECT_EQ(outcome.splits, c.splits);
+  }
 }
 INSTANTIATE_TEST_SUITE_P(Sinks, SinksDecode, ::testing::ValuesIn(decode_cases()), case_name);
 

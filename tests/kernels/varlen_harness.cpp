@@ -48,8 +48,8 @@ std::vector<float> sequence_rows(const std::vector<float>& packed, uint64_t head
   return std::vector<float>(dense.begin(), dense.end());
 }
 
-// The verdicts of every sequence as one: ok when all are, the worst errors,
-// and the details of the failing sequences.
+}  // namespace
+
 void merge(reference::ToleranceVerdict& into, const reference::ToleranceVerdict& v, uint64_t sequence) {
   into.ok = into.ok && v.ok;
   into.max_abs_error = std::max(into.max_abs_error, v.max_abs_error);
@@ -57,8 +57,6 @@ void merge(reference::ToleranceVerdict& into, const reference::ToleranceVerdict&
   into.bound = std::max(into.bound, v.bound);
   if (!v.ok) into.detail += fmt::format("[sequence {}] {} ", sequence, v.detail);
 }
-
-}  // namespace
 
 ForwardOutcome run_varlen_case(const ForwardCase& given) {
   ForwardCase c = given;
@@ -70,25 +68,17 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
   const uint64_t longest_q = std::max<uint64_t>(1, *std::max_element(c.varlen_q.begin(), c.varlen_q.end()));
   const uint64_t longest_k = std::max<uint64_t>(1, *std::max_element(c.varlen_k.begin(), c.varlen_k.end()));
 
-  ForwardCase forward_case = c;
-  if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;
-  const plan::KernelPlan plan = plan::plan_kernel(make_spec(forward_case));
+  const CaseKernel kernel = compile_forward_kernel(c);
+  const plan::KernelPlan& plan = kernel.plan;
+  const auto& module = kernel.module;
   ForwardOutcome outcome;
-  outcome.kernel_source = render::render_forward(plan);
-  auto module = cpu::compile(outcome.kernel_source, plan.entry + ".metal", cpu::CompileOptions{});
+  outcome.kernel_source = kernel.source;
 
   const reference::ElementType type = selftest::reference_type(c.dtype);
   const uint32_t d = plan.spec.head_dim, dv = plan.spec.head_dim_v;
   reference::PackedBatch packed;
   reference::AttentionProblem& o = packed.options;
-  o.heads_q = c.heads_q;
-  o.heads_kv = c.heads_kv;
-  o.head_dim = d;
-  o.head_dim_v = dv;
-  o.causal = selftest::reference_causal(c.causal);
-  o.scale = c.scale;
-  o.window = c.window;
-  o.softcap = c.softcap;
+  o = case_options(c, d, dv);
   if (c.alibi) o.alibi_slopes = case_alibi_slopes(c);
   if (c.sinks) o.sinks = case_sinks(c);
   packed.cu_seqlens_q = cu_q;

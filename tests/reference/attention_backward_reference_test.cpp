@@ -188,8 +188,11 @@ void expect_matches_finite_differences(AttentionProblem p, double q_scale = 1, d
   if (p.sinks.empty()) return;
   // d_sinks: by finite differences too, over the heads that have a sink.
   AttentionProblem with_finite_sinks = p;
-  for (size_t h = 0; h < p.sinks.size(); ++h)
-    if (std::isinf(p.sinks[h])) EXPECT_EQ(g.d_sinks[h], 0.0) << "a head without a sink has no sink gradient";
+  for (size_t h = 0; h < p.sinks.size(); ++h) {
+    if (std::isinf(p.sinks[h])) {
+      EXPECT_EQ(g.d_sinks[h], 0.0) << "a head without a sink has no sink gradient";
+    }
+  }
   for (double& s : with_finite_sinks.sinks)
     if (std::isinf(s)) s = 0;  // keep the central differences finite; its gradient is then checked too
   p = with_finite_sinks;
