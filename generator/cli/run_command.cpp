@@ -33,6 +33,7 @@
 #include "session/kernel_selection.h"
 #include "session/packed_sequences.h"
 #include "session/paged_cache_inputs.h"
+#include "session/quantized_cache_inputs.h"
 #include "session/sink_logits.h"
 #include "session/spec_library.h"
 #include "spec/spec_parser.h"
@@ -49,7 +50,8 @@ namespace {
 struct RunArgs {
   std::string spec;
   std::string q, k, v, mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, block_table, cache_seqlens, d_out;
-  std::optional<double> scale, softcap;
+  std::optional<double> scale, softcap, k_scale, v_scale;
+  std::optional<std::string> kv_dtype;
   std::optional<int64_t> window_left, window_right;
   std::string dtype, causal;
   std::string backend = "cpu";
@@ -65,14 +67,16 @@ struct InputTensor {
   std::vector<double> values;
 };
 
-InputTensor read_input(const std::string& option, const std::string& file) {
+// `array` is the file's content when the caller has read it already.
+InputTensor read_input(const std::string& option, const std::string& file,
+                       std::optional<io::NpyArray> array = std::nullopt) {
   InputTensor t;
   t.what = fmt::format("{} {}", option, file);
-  io::NpyArray array = io::read_npy(file);
-  for (uint64_t extent : array.shape)
-    if (extent == 0) throw UserError(fmt::format("{}: shape {} has an empty dimension", t.what, io::shape_repr(array.shape)));
-  t.shape = array.shape;
-  t.values = npy_values(array, t.what.c_str());
+  if (!array) array = io::read_npy(file);
+  for (uint64_t extent : array->shape)
+    if (extent == 0) throw UserError(fmt::format("{}: shape {} has an empty dimension", t.what, io::shape_repr(array->shape)));
+  t.shape = array->shape;
+  t.values = npy_values(*array, t.what.c_str());
   for (double x : t.values)
     if (!std::isfinite(x)) throw UserError(fmt::format("{}: holds NaN or infinite values", t.what));
   return t;
@@ -103,7 +107,26 @@ int run(const RunArgs& args) {
   const session::TensorLayout layout = packed ? session::TensorLayout::packed
                                        : paged ? session::TensorLayout::paged
                                                : session::TensorLayout::dense;
-  const InputTensor q = read_input("--q", args.q), k = read_input("--k", args.k), v = read_input("--v", args.v);
+  // k and v: values in a float dtype, or a quantized cache's raw stored rows.
+  const InputTensor q = read_input("--q", args.q);
+  io::NpyArray k_array = io::read_npy(args.k), v_array = io::read_npy(args.v);
+  std::vector<KvFormat> set_formats;
+  for (const KernelEntry& e : set.library.kernels()) set_formats.push_back(e.info.kv_format);
+  const std::optional<KvFormat> kv_format = session::choose_kv_format(args.kv_dtype, k_array, v_array, set_formats);
+  InputTensor k, v;
+  std::optional<session::QuantizedCache> k_cache, v_cache;
+  if (kv_format) {
+    k_cache = session::read_quantized_cache(k_array, *kv_format, "--k " + args.k);
+    v_cache = session::read_quantized_cache(v_array, *kv_format, "--v " + args.v);
+    k = {k_cache->shape.what, k_cache->shape.shape, {}};
+    v = {v_cache->shape.what, v_cache->shape.shape, {}};
+  } else {
+    k = read_input("--k", args.k, std::move(k_array));
+    v = read_input("--v", args.v, std::move(v_array));
+  }
+  const bool fp8 = kv_format == KvFormat::fp8_e4m3;
+  if (!fp8 && (args.k_scale || args.v_scale))
+    throw UserError("--k-scale and --v-scale scale fp8_e4m3 caches; this call's k and v are not fp8");
   const session::TensorShape q_shape{q.what, q.shape}, k_shape{k.what, k.shape}, v_shape{v.what, v.shape};
   session::check_ranks(layout, q_shape, k_shape, v_shape);
   session::SequenceSizes sizes;
@@ -117,7 +140,8 @@ int run(const RunArgs& args) {
     cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.shape[0], k.shape[0], k.shape[1]);
     sizes = {q.shape[0], 0, cache->longest, cache->max_pages};
   }
-  const session::CallLayout geometry = session::call_layout(layout, q_shape, k_shape, v_shape, sizes);
+  const session::CallLayout geometry =
+      session::call_layout(layout, q_shape, k_shape, v_shape, sizes, kv_format.value_or(KvFormat::elements));
 
   session::CallRequest request;
   request.batch = geometry.shape.batch;
@@ -129,6 +153,7 @@ int run(const RunArgs& args) {
   request.seq_k = geometry.shape.seq_k;
   request.varlen = packed;
   request.paged = paged;
+  request.kv_format = kv_format.value_or(KvFormat::elements);
   request.has_mask = !args.mask.empty();
   request.alibi = !args.alibi_slopes.empty();
   request.softcap = args.softcap.has_value();
@@ -148,6 +173,10 @@ int run(const RunArgs& args) {
   call.softcap = args.softcap.value_or(0);
   call.window_left = args.window_left.value_or(-1);
   call.window_right = args.window_right.value_or(-1);
+  if (fp8) {
+    call.k_scale = args.k_scale.value_or(1);
+    call.v_scale = args.v_scale.value_or(1);
+  }
   std::vector<std::byte> mask_bytes, slope_bytes;
   if (plan.spec.mask != spec::MaskKind::none) {
     MaskTensor mask = read_mask(args.mask, plan.spec, shape);
@@ -186,7 +215,8 @@ int run(const RunArgs& args) {
     for (size_t i = 0; i < r.size(); ++i) r[i] = round_to_element(dtype, t.values[i]);
     return encode_elements(r, dtype);
   };
-  std::vector<std::byte> q_bytes = rounded(q), k_bytes = rounded(k), v_bytes = rounded(v);
+  std::vector<std::byte> q_bytes = rounded(q);
+  std::vector<std::byte> k_bytes = k_cache ? k_cache->bytes : rounded(k), v_bytes = v_cache ? v_cache->bytes : rounded(v);
   std::vector<std::byte> out_bytes(dispatch.buffer("out")->bytes);
   uint64_t lse_rows = 1;
   for (uint64_t extent : lse_shape) lse_rows *= extent;
@@ -290,6 +320,10 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "(Hq, Tq).\n"
       "A paged KV cache (a spec with kv_cache paged): k (num_pages, page_size, Hkv, D), v (num_pages,\n"
       "page_size, Hkv, Dv) with --block-table (<i4, (B, max_pages)) and --cache-seqlens (<i4, (B,)).\n"
+      "A quantized cache (a spec with kv_dtype q8_0, q4_0 or fp8_e4m3): k and v hold the raw stored rows as\n"
+      "uint8 (|u1), the last axis a row's bytes (q8_0: 34 per 32 values, q4_0: 18 per 32, fp8: 1 per value),\n"
+      "the other axes those of the layout; the format is the set's, or --kv-dtype; fp8 caches take\n"
+      "--k-scale and --v-scale (default 1).\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
@@ -307,6 +341,10 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       ->type_name("BT.npy");
   run_app->add_option("--cache-seqlens", args->cache_seqlens, "paged KV cache: (B,) keys per sequence (<i4)")
       ->type_name("CS.npy");
+  run_app->add_option("--kv-dtype", args->kv_dtype, "quantized k and v (uint8 raw rows): q8_0, q4_0 or fp8_e4m3")
+      ->type_name("FORMAT");
+  run_app->add_option("--k-scale", args->k_scale, "fp8_e4m3 caches: the scale of every stored k value")->type_name("X");
+  run_app->add_option("--v-scale", args->v_scale, "fp8_e4m3 caches: the scale of every stored v value")->type_name("X");
   run_app->add_option("--scale", args->scale, "softmax scale (default 1/sqrt(D))")->type_name("X");
   run_app->add_option("--softcap", args->softcap, "logit soft-capping value")->type_name("X");
   run_app->add_option("--window-left", args->window_left, "sliding window: keys before the diagonal (-1: all)")->type_name("N");

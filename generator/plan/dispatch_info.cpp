@@ -2,6 +2,15 @@
 
 namespace mfagen::plan {
 
+KvFormat kv_format(const spec::KernelSpec& s) {
+  switch (s.kv_dtype) {
+    case spec::KvDType::q8_0: return KvFormat::q8_0;
+    case spec::KvDType::q4_0: return KvFormat::q4_0;
+    case spec::KvDType::fp8_e4m3: return KvFormat::fp8_e4m3;
+    default: return KvFormat::elements;  // a float kv_dtype other than the spec's is refused by the planner
+  }
+}
+
 ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   static_assert(kQIndex == kForwardQ && kKIndex == kForwardK && kVIndex == kForwardV && kOutIndex == kForwardOut &&
                     kLseIndex == kForwardLse && kParamsIndex == kForwardParams && kMaskIndex == kForwardMask &&
@@ -32,6 +41,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.sinks = p.spec.sinks;
   info.varlen = p.spec.layout == spec::Layout::varlen;
   info.paged = p.spec.kv_cache == spec::KvCache::paged;
+  info.kv_format = kv_format(p.spec);
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;

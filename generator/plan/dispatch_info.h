@@ -9,4 +9,8 @@ namespace mfagen::plan {
 
 ForwardKernelInfo forward_kernel_info(const KernelPlan& plan);
 
+// How a spec's k and v are stored, as the runtime names it (elements unless
+// kv_dtype is q8_0, q4_0 or fp8_e4m3).
+KvFormat kv_format(const spec::KernelSpec& spec);
+
 }  // namespace mfagen::plan

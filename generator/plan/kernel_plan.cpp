@@ -21,6 +21,27 @@ std::string field_path(const spec::KernelSpec& s, std::string_view field) {
   throw spec::SpecError(s.origin.file, field_path(s, field), fmt::format("{}: {}", s.name, message));
 }
 
+// Quantized k and v (DESIGN.md section 13) serve inference, in blocks of 32
+// along D for q8_0 and q4_0; a float kv_dtype must be the spec's own.
+void refuse_unsupported_kv_dtype(const spec::KernelSpec& s) {
+  if (s.kv_dtype == spec::KvDType::as_dtype) return;
+  if (!spec::kv_quantized(s.kv_dtype))
+    refuse(s, "kv_dtype",
+           fmt::format("k and v are stored in the spec's dtype ({}) unless quantized: use kv_dtype q8_0, q4_0 or "
+                       "fp8_e4m3, or leave the field out",
+                       spec::to_string(s.dtype)));
+  if (s.kind == spec::Kind::backward)
+    refuse(s, "kv_dtype",
+           "a quantized cache serves inference (kind forward or decode); the training backward takes k and v in "
+           "the spec's dtype and writes dK and dV there: leave kv_dtype out");
+  const bool blocks = s.kv_dtype == spec::KvDType::q8_0 || s.kv_dtype == spec::KvDType::q4_0;
+  if (blocks && (s.head_dim % 32 != 0 || s.head_dim_v % 32 != 0))
+    refuse(s, "kv_dtype",
+           fmt::format("{} stores blocks of 32 values along the head dim: head_dim ({}) and head_dim_v ({}) must be "
+                       "multiples of 32 (fp8_e4m3 takes any head dim)",
+                       spec::to_string(s.kv_dtype), s.head_dim, s.head_dim_v));
+}
+
 // Kinds of DESIGN.md section 2 whose kernels do not exist yet: refused with
 // a clear error rather than generated as something else.
 void refuse_unimplemented(const spec::KernelSpec& s) {
@@ -42,6 +63,7 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, "kv_cache",
            "paged caches take dense (B, Hq, Sq, D) queries in this version (each sequence's keys come from its "
            "block table row and cache length): use layout dense with kv_cache paged");
+  refuse_unsupported_kv_dtype(s);
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -68,14 +90,28 @@ uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t byte
   return round_up(ceil_div(widest, passes), 8);
 }
 
+}  // namespace
+
+std::string kv_storage_type(const spec::KernelSpec& s) {
+  switch (s.kv_dtype) {
+    case spec::KvDType::q8_0: return "block_q8_0";
+    case spec::KvDType::q4_0: return "block_q4_0";
+    case spec::KvDType::fp8_e4m3: return "uchar";
+    default: break;
+  }
+  return s.dtype == spec::DType::float16 ? "half" : s.dtype == spec::DType::bfloat16 ? "bfloat" : "float";
+}
+
+namespace {
+
 std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   const std::string elem(s.dtype == spec::DType::float16    ? "half"
                          : s.dtype == spec::DType::bfloat16 ? "bfloat"
                                                             : "float");
   std::vector<BufferSlot> buffers = {
       {kQIndex, "q", "device const " + elem + "*", false},
-      {kKIndex, "k", "device const " + elem + "*", false},
-      {kVIndex, "v", "device const " + elem + "*", false},
+      {kKIndex, "k", "device const " + kv_storage_type(s) + "*", false},
+      {kVIndex, "v", "device const " + kv_storage_type(s) + "*", false},
       {kOutIndex, "out", "device " + elem + "*", true},
   };
   if (s.lse) buffers.push_back({kLseIndex, "lse", "device float*", true});
@@ -122,6 +158,7 @@ uint32_t params_bytes(const spec::KernelSpec& s) {
   if (s.alibi) bytes += 4;                                  // alibi_batch_stride
   if (s.kv_cache == spec::KvCache::paged) bytes += 4 * 3;   // page_size, max_pages, num_pages
   if (s.layout == spec::Layout::varlen) bytes += 4 * 2;     // total_q, total_k
+  if (s.kv_dtype == spec::KvDType::fp8_e4m3) bytes += 4 * 2;  // k_scale, v_scale
   if (s.kind == spec::Kind::decode) bytes += 4 * 3;         // splits, split_keys, row_blocks
   return round_up(bytes, 8);
 }

@@ -89,6 +89,11 @@ inline constexpr uint32_t kMaxBackwardFragmentFloatsPerThread = 1024;
 // tiles over the threadgroup-memory, thread or register limits.
 KernelPlan plan_kernel(const spec::KernelSpec& spec);
 
+// The MSL type one unit of k and v is stored as: the element type, or for a
+// quantized cache a 32-value block (block_q8_0, block_q4_0) or a byte (fp8).
+// Strides of k and v count these units.
+std::string kv_storage_type(const spec::KernelSpec& spec);
+
 // The tile table: (block_q, block_k, simdgroups) for a head dim, element
 // size and target family when the spec gives no tiles.
 spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target);

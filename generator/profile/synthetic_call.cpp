@@ -6,6 +6,7 @@
 #include <random>
 #include <span>
 
+#include "plan/dispatch_info.h"
 #include "session/tensor_encoding.h"
 
 namespace mfagen::profile {
@@ -22,6 +23,19 @@ void fill_random(std::span<std::byte> bytes, spec::DType dtype) {
   const std::vector<std::byte> encoded = session::encode_elements(block, dtype);
   for (size_t at = 0; at < bytes.size(); at += encoded.size())
     std::memcpy(bytes.data() + at, encoded.data(), std::min(encoded.size(), bytes.size() - at));
+}
+
+// Quantized k and v: random codes under a small block scale (0.01 as
+// float16) for q8_0 and q4_0, random fp8 codes other than NaN.
+void fill_stored_rows(std::span<std::byte> bytes, KvFormat format) {
+  std::mt19937 rng(20261125);
+  for (std::byte& b : bytes) b = std::byte(rng() & 0x7E);  // never 0x7F: fp8's NaN
+  if (format == KvFormat::fp8_e4m3) return;
+  const uint64_t block = kv_unit_bytes(format, 0);
+  for (size_t at = 0; at + block <= bytes.size(); at += block) {
+    bytes[at] = std::byte{0x1F};  // 0x211F: 0.01 as float16, little-endian
+    bytes[at + 1] = std::byte{0x21};
+  }
 }
 
 void fill_float(std::span<std::byte> bytes, float value) {
@@ -43,20 +57,21 @@ ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& sha
   const AttentionShape attention{shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
   ForwardCall call;
   call.shape = attention;
-  call.strides = contiguous_bhsd(attention, p.spec.head_dim, p.spec.head_dim_v);
+  const KvFormat kv = plan::kv_format(p.spec);
+  call.strides = contiguous_bhsd(attention, p.spec.head_dim, p.spec.head_dim_v, kv);
   if (p.spec.softcap) call.softcap = 30;
   if (p.spec.window) call.window_left = shape.window_left, call.window_right = shape.window_right;
   if (p.spec.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
   if (p.spec.layout == spec::Layout::varlen) {  // batch sequences of seq_q and seq_k rows, packed
     call.total_q = shape.batch * shape.seq_q;
     call.total_k = shape.batch * shape.seq_k;
-    call.strides = packed_varlen(attention, call.total_q, p.spec.head_dim, p.spec.head_dim_v);
+    call.strides = packed_varlen(attention, call.total_q, p.spec.head_dim, p.spec.head_dim_v, kv);
   }
   if (p.spec.kv_cache == spec::KvCache::paged) {  // pages of kSyntheticPageSize keys, each sequence its own
     call.page_size = kSyntheticPageSize;
     call.max_pages = (shape.seq_k + kSyntheticPageSize - 1) / kSyntheticPageSize;
     call.num_pages = shape.batch * call.max_pages;
-    call.strides = paged_kv(attention, kSyntheticPageSize, p.spec.head_dim, p.spec.head_dim_v);
+    call.strides = paged_kv(attention, kSyntheticPageSize, p.spec.head_dim, p.spec.head_dim_v, kv);
   }
   return call;
 }
@@ -69,9 +84,15 @@ std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan&
     std::vector<std::byte>& bytes = tensors[b.index];
     bytes.assign(b.bytes, std::byte{0});
     switch (b.index) {
-      case plan::kQIndex:
       case plan::kKIndex:
       case plan::kVIndex:
+        if (plan::kv_format(p.spec) != KvFormat::elements) {
+          fill_stored_rows(bytes, plan::kv_format(p.spec));
+          break;
+        }
+        fill_random(bytes, p.spec.dtype);
+        break;
+      case plan::kQIndex:
       case plan::kDOutIndex:
       case plan::kOutIndex:
         fill_random(bytes, p.spec.dtype);

@@ -114,6 +114,16 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"sinks", s.sinks},
       {"varlen", s.layout == spec::Layout::varlen},
       {"paged", s.kv_cache == spec::KvCache::paged},
+      // k and v: in elem_t, or quantized (dequantized while staged).
+      {"kv_type", spec::kv_quantized(s.kv_dtype) ? "kv_t" : "elem_t"},
+      {"kv_dtype", std::string(spec::to_string(s.kv_dtype))},
+      {"kv_quantized", spec::kv_quantized(s.kv_dtype)},
+      {"kv_q8_0", s.kv_dtype == spec::KvDType::q8_0},
+      {"kv_q4_0", s.kv_dtype == spec::KvDType::q4_0},
+      {"kv_fp8", s.kv_dtype == spec::KvDType::fp8_e4m3},
+      // fp8 codes are decoded at 2^-8 of their value (see the template).
+      {"k_unit", s.kv_dtype == spec::KvDType::fp8_e4m3 ? "params.k_scale * 256.0f" : "1.0f"},
+      {"v_unit", s.kv_dtype == spec::KvDType::fp8_e4m3 ? "params.v_scale * 256.0f" : "1.0f"},
       {"mask", mask},
       // Scores without additive terms stay raw dots until the exp2 (forward).
       {"plain_scores", !s.softcap && !s.alibi && !mask},

@@ -45,7 +45,7 @@ void CallLayout::apply_to(ForwardCall& call) const {
 }
 
 CallLayout call_layout(TensorLayout layout, const TensorShape& q, const TensorShape& k, const TensorShape& v,
-                       const SequenceSizes& sizes) {
+                       const SequenceSizes& sizes, KvFormat kv) {
   check_ranks(layout, q, k, v);
   const bool packed = layout == TensorLayout::packed, paged = layout == TensorLayout::paged;
   const size_t dim = packed ? 2 : 3;           // the head dim's axis
@@ -74,18 +74,18 @@ CallLayout call_layout(TensorLayout layout, const TensorShape& q, const TensorSh
     c.total_q = q.shape[0];
     c.total_k = k.shape[0];
     c.shape = {sizes.batch, heads_q, heads_kv, sizes.longest_q, sizes.longest_k};
-    c.strides = packed_varlen(c.shape, c.total_q, d, dv);
+    c.strides = packed_varlen(c.shape, c.total_q, d, dv, kv);
     c.out_shape = {c.total_q, heads_q, c.head_dim_v};
     c.lse_shape = {heads_q, c.total_q};
     return c;
   }
   c.shape = {q.shape[0], heads_q, heads_kv, q.shape[2], paged ? sizes.longest_k : k.shape[2]};
-  c.strides = contiguous_bhsd(c.shape, d, dv);
+  c.strides = contiguous_bhsd(c.shape, d, dv, kv);
   if (paged) {
     c.page_size = k.shape[1];
     c.num_pages = k.shape[0];
     c.max_pages = sizes.max_pages;
-    c.strides = paged_kv(c.shape, c.page_size, d, dv);
+    c.strides = paged_kv(c.shape, c.page_size, d, dv, kv);
   }
   c.out_shape = {c.shape.batch, heads_q, c.shape.seq_q, c.head_dim_v};
   c.lse_shape = {c.shape.batch, heads_q, c.shape.seq_q};

@@ -49,9 +49,10 @@ struct CallLayout {
 void check_ranks(TensorLayout layout, const TensorShape& q, const TensorShape& k, const TensorShape& v);
 
 // Checks that the axes of q, k and v agree (batch, heads, rows, head dims;
-// Hq a multiple of Hkv) and derives the call's facts. Throws CallError
-// naming both tensors and what must match.
+// Hq a multiple of Hkv) and derives the call's facts; quantized k and v
+// (`kv`) give their shapes in values and get strides in storage units.
+// Throws CallError naming both tensors and what must match.
 CallLayout call_layout(TensorLayout layout, const TensorShape& q, const TensorShape& k, const TensorShape& v,
-                       const SequenceSizes& sizes);
+                       const SequenceSizes& sizes, KvFormat kv = KvFormat::elements);
 
 }  // namespace mfagen::session

@@ -11,12 +11,13 @@ namespace {
 
 std::string describe_kernel(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
-  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{})", k.name,
+  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{}{})", k.name,
                      to_string(k.kind), to_string(k.dtype), i.head_dim, i.head_dim_v, to_string(k.causal), i.gqa,
                      i.mask == MaskInput::none ? "none" : i.mask == MaskInput::boolean ? "bool" : "additive",
                      i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "",
                      i.sinks ? ", sinks" : "", i.varlen ? ", varlen" : "",
-                     i.paged ? ", paged" : "");
+                     i.paged ? ", paged" : "",
+                     i.kv_format != KvFormat::elements ? fmt::format(", kv_dtype {}", to_string(i.kv_format)) : "");
 }
 
 }  // namespace
@@ -33,6 +34,7 @@ std::string CallRequest::describe() const {
   if (sinks) d += ", sink logits";
   if (varlen) d += fmt::format(", {} packed sequences", batch);
   if (paged) d += ", a paged KV cache";
+  if (kv_format != KvFormat::elements) d += fmt::format(", {} k and v", to_string(kv_format));
   if (backward) d += ", dO (backward)";
   return d;
 }
@@ -52,6 +54,7 @@ AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtyp
   q.sinks = r.sinks;
   q.varlen = r.varlen;
   q.paged = r.paged;
+  q.kv_format = r.kv_format;
   q.need_lse = need_lse;
   q.shape = {r.batch, r.heads_q, r.heads_kv, r.seq_q, r.seq_k};
   return q;

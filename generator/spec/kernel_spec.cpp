@@ -66,13 +66,26 @@ std::string_view to_string(KvCache v) {
   return "?";
 }
 
+std::string_view to_string(KvDType v) {
+  switch (v) {
+    case KvDType::as_dtype: return "as dtype";
+    case KvDType::float16: return "float16";
+    case KvDType::bfloat16: return "bfloat16";
+    case KvDType::float32: return "float32";
+    case KvDType::q8_0: return "q8_0";
+    case KvDType::q4_0: return "q4_0";
+    case KvDType::fp8_e4m3: return "fp8_e4m3";
+  }
+  return "?";
+}
+
 // origin is left out on purpose: the same kernel asked for by two files is
 // the same kernel (that is how duplicates are recognised).
 bool KernelSpec::operator==(const KernelSpec& o) const {
   return kind == o.kind && dtype == o.dtype && head_dim == o.head_dim &&
          head_dim_v == o.head_dim_v && causal == o.causal && gqa == o.gqa &&
          mask == o.mask && window == o.window && softcap == o.softcap &&
-         alibi == o.alibi && sinks == o.sinks && layout == o.layout && kv_cache == o.kv_cache && lse == o.lse && tiles == o.tiles &&
+         alibi == o.alibi && sinks == o.sinks && layout == o.layout && kv_cache == o.kv_cache && kv_dtype == o.kv_dtype && lse == o.lse && tiles == o.tiles &&
          target == o.target && name == o.name && name_given == o.name_given;
 }
 

@@ -25,6 +25,12 @@ enum class Layout { dense, varlen };
 // tensors, or a paged cache (num_pages, page_size, Hkv, D) read through a
 // block table, with per-sequence cache lengths.
 enum class KvCache { dense, paged };
+// How k and v are stored (DESIGN.md section 13): in the spec's dtype
+// (as_dtype, also what "kv_dtype" naming that dtype means), or quantized:
+// llama.cpp's q8_0 and q4_0 blocks of 32 values along D, or OCP fp8 E4M3FN
+// with one float32 scale per tensor. A float dtype other than the spec's is
+// kept so that the planner can refuse it with the reason.
+enum class KvDType { as_dtype, float16, bfloat16, float32, q8_0, q4_0, fp8_e4m3 };
 
 // Every value of each enum, in the order of DESIGN.md section 2, so that
 // parsers and error messages can list them ("expected one of ...").
@@ -35,6 +41,9 @@ inline constexpr std::array kAllMaskKinds{MaskKind::none, MaskKind::boolean, Mas
 inline constexpr std::array kAllTargets{Target::apple7, Target::apple8, Target::apple9, Target::apple10};
 inline constexpr std::array kAllLayouts{Layout::dense, Layout::varlen};
 inline constexpr std::array kAllKvCaches{KvCache::dense, KvCache::paged};
+// The JSON spellings of kv_dtype (as_dtype has none: it is the absence of the field).
+inline constexpr std::array kAllKvDTypes{KvDType::float16, KvDType::bfloat16, KvDType::float32,
+                                         KvDType::q8_0,    KvDType::q4_0,     KvDType::fp8_e4m3};
 
 // The JSON spelling of each value ("forward", "float16", "bottom_right", "bool", "apple9").
 std::string_view to_string(Kind);
@@ -44,6 +53,10 @@ std::string_view to_string(MaskKind);
 std::string_view to_string(Target);
 std::string_view to_string(Layout);
 std::string_view to_string(KvCache);
+std::string_view to_string(KvDType);
+
+// True for the formats the kernel dequantizes (q8_0, q4_0, fp8_e4m3).
+inline bool kv_quantized(KvDType t) { return t == KvDType::q8_0 || t == KvDType::q4_0 || t == KvDType::fp8_e4m3; }
 
 // Bytes of one element of q, k, v, out in memory.
 inline uint32_t dtype_bytes(DType t) { return t == DType::float32 ? 4 : 2; }
@@ -76,6 +89,7 @@ struct KernelSpec {
   bool sinks = false;  // a learned float32 logit per q head joins every row's softmax (DESIGN.md section 13)
   Layout layout = Layout::dense;
   KvCache kv_cache = KvCache::dense;
+  KvDType kv_dtype = KvDType::as_dtype;
   bool lse = true;
   // "accumulate" is always float32 (the only accepted value); not stored.
   std::optional<Tiles> tiles;  // absent: the planner's table decides

@@ -30,6 +30,19 @@ Setter head_dim_v(const Json& value, const Where& at) {
   return [d](KernelSpec& s) { s.head_dim_v = d; };
 }
 
+// A float kv_dtype naming the spec's own dtype is the default (dtype comes
+// first in table order, so it is set when this runs); quantized formats and
+// other float dtypes are kept (the planner refuses the latter with the reason).
+Setter kv_dtype(const Json& value, const Where& at) {
+  const KvDType v = read_enum(value, at, kAllKvDTypes);
+  return [v](KernelSpec& s) {
+    const bool same = (v == KvDType::float16 && s.dtype == DType::float16) ||
+                      (v == KvDType::bfloat16 && s.dtype == DType::bfloat16) ||
+                      (v == KvDType::float32 && s.dtype == DType::float32);
+    s.kv_dtype = same ? KvDType::as_dtype : v;
+  };
+}
+
 // Statistics and O always accumulate in float32; the field exists so a spec
 // can say so, and so that a different wish is refused rather than ignored.
 Setter accumulate(const Json& value, const Where& at) {
@@ -85,7 +98,7 @@ Setter tiles(const Json& value, const Where& at) {
   return [t](KernelSpec& s) { s.tiles = t; };
 }
 
-constexpr std::array<FieldRule, 17> kListFields{{
+constexpr std::array<FieldRule, 18> kListFields{{
     {"kind", false, enum_field<&KernelSpec::kind, kAllKinds>},
     {"dtype", true, enum_field<&KernelSpec::dtype, kAllDTypes>},
     {"head_dim", true, head_dim},
@@ -99,15 +112,16 @@ constexpr std::array<FieldRule, 17> kListFields{{
     {"sinks", false, bool_field<&KernelSpec::sinks>},
     {"layout", false, enum_field<&KernelSpec::layout, kAllLayouts>},
     {"kv_cache", false, enum_field<&KernelSpec::kv_cache, kAllKvCaches>},
+    {"kv_dtype", false, kv_dtype},
     {"lse", false, bool_field<&KernelSpec::lse>},
     {"accumulate", false, accumulate},
     {"tiles", false, tiles},
     {"target", false, enum_field<&KernelSpec::target, kAllTargets>},
 }};
 
-constexpr std::array<std::string_view, 19> kKernelFieldNames{
+constexpr std::array<std::string_view, 20> kKernelFieldNames{
     "kind", "dtype", "head_dim", "head_dim_v", "causal", "gqa", "mask", "window",
-    "softcap", "alibi", "sinks", "layout", "kv_cache", "lse", "accumulate", "tiles", "target", "name", "comment"};
+    "softcap", "alibi", "sinks", "layout", "kv_cache", "kv_dtype", "lse", "accumulate", "tiles", "target", "name", "comment"};
 
 }  // namespace
 

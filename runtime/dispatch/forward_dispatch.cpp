@@ -86,6 +86,11 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
     require(call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0,
             "kernel " + kernel.entry + " was generated for dense k and v (spec kv_cache dense): page_size, "
             "num_pages and max_pages must stay 0");
+  require(kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale),
+          kernel.kv_format == KvFormat::fp8_e4m3
+              ? "kernel " + kernel.entry + " reads fp8 k and v: k_scale and v_scale must be finite, nonzero float32 "
+                "values"
+              : "kernel " + kernel.entry + " takes no k_scale or v_scale (only fp8_e4m3 caches do): leave them at 1");
   if (kernel.varlen)
     require(call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq && call.total_k <= kMaxSeq,
             "kernel " + kernel.entry + " takes packed sequences (layout varlen): total_q and total_k, the rows of "
@@ -104,21 +109,23 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
 
 }  // namespace
 
-ForwardStrides packed_varlen(const AttentionShape& s, uint64_t total_q, uint32_t d, uint32_t dv) {
+ForwardStrides packed_varlen(const AttentionShape& s, uint64_t total_q, uint32_t d, uint32_t dv, KvFormat kv) {
+  const uint64_t k_row = kv_row_units(kv, d), v_row = kv_row_units(kv, dv);
   ForwardStrides st;
   st.q = {0, d, s.heads_q * d};
-  st.k = {0, d, s.heads_kv * d};
-  st.v = {0, dv, s.heads_kv * dv};
+  st.k = {0, k_row, s.heads_kv * k_row};
+  st.v = {0, v_row, s.heads_kv * v_row};
   st.out = {0, dv, s.heads_q * dv};
   st.lse_batch = 0;
   st.lse_head = total_q;
   return st;
 }
 
-ForwardStrides paged_kv(const AttentionShape& s, uint64_t page_size, uint32_t d, uint32_t dv) {
+ForwardStrides paged_kv(const AttentionShape& s, uint64_t page_size, uint32_t d, uint32_t dv, KvFormat kv) {
+  const uint64_t k_row = kv_row_units(kv, d), v_row = kv_row_units(kv, dv);
   ForwardStrides st = contiguous_bhsd(s, d, dv);
-  st.k = {page_size * s.heads_kv * d, d, s.heads_kv * d};
-  st.v = {page_size * s.heads_kv * dv, dv, s.heads_kv * dv};
+  st.k = {page_size * s.heads_kv * k_row, k_row, s.heads_kv * k_row};
+  st.v = {page_size * s.heads_kv * v_row, v_row, s.heads_kv * v_row};
   return st;
 }
 
@@ -159,11 +166,12 @@ void check_cu_seqlens(const int32_t* cu, size_t count, uint64_t batch, uint64_t 
                                             ")");
 }
 
-ForwardStrides contiguous_bhsd(const AttentionShape& s, uint32_t d, uint32_t dv) {
+ForwardStrides contiguous_bhsd(const AttentionShape& s, uint32_t d, uint32_t dv, KvFormat kv) {
+  const uint64_t k_row = kv_row_units(kv, d), v_row = kv_row_units(kv, dv);
   ForwardStrides st;
   st.q = {s.heads_q * s.seq_q * d, s.seq_q * d, d};
-  st.k = {s.heads_kv * s.seq_k * d, s.seq_k * d, d};
-  st.v = {s.heads_kv * s.seq_k * dv, s.seq_k * dv, dv};
+  st.k = {s.heads_kv * s.seq_k * k_row, s.seq_k * k_row, k_row};
+  st.v = {s.heads_kv * s.seq_k * v_row, s.seq_k * v_row, v_row};
   st.out = {s.heads_q * s.seq_q * dv, s.seq_q * dv, dv};
   st.lse_batch = s.heads_q * s.seq_q;
   st.lse_head = s.seq_q;
@@ -201,8 +209,12 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   // A paged cache is num_pages "batches" of page_size rows.
   const uint64_t kv_batches = kernel.paged ? call.num_pages : batches, kv_rows = kernel.paged ? call.page_size : rows_k;
   plan.buffers.push_back({kForwardQ, "q", span_bytes(strides.q, batches, shape.heads_q, rows_q, kernel.head_dim, e, "q"), false});
-  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, kv_batches, shape.heads_kv, kv_rows, kernel.head_dim, e, "k"), false});
-  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, kv_batches, shape.heads_kv, kv_rows, kernel.head_dim_v, e, "v"), false});
+  // k and v count storage units (elements, quantized blocks or fp8 bytes).
+  const uint64_t kv_unit = kv_unit_bytes(kernel.kv_format, kernel.element_bytes);
+  const uint64_t k_units = kv_row_units(kernel.kv_format, kernel.head_dim);
+  const uint64_t v_units = kv_row_units(kernel.kv_format, kernel.head_dim_v);
+  plan.buffers.push_back({kForwardK, "k", span_bytes(strides.k, kv_batches, shape.heads_kv, kv_rows, k_units, kv_unit, "k"), false});
+  plan.buffers.push_back({kForwardV, "v", span_bytes(strides.v, kv_batches, shape.heads_kv, kv_rows, v_units, kv_unit, "v"), false});
   const uint64_t out_bytes = span_bytes(strides.out, batches, shape.heads_q, rows_q, kernel.head_dim_v, e, "out");
   // The backward reads the forward's out and lse.
   plan.buffers.push_back({kForwardOut, "out", out_bytes, !kernel.backward});
@@ -269,6 +281,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
   if (kernel.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
+  if (kernel.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
   if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
   plan.params = w.finish(8);

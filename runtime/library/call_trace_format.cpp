@@ -41,6 +41,7 @@ std::string features(const CallCount& c) {
   if (c.sinks) add("sinks");
   if (c.varlen) add("varlen");
   if (c.paged) add("paged");
+  if (c.kv_format != KvFormat::elements) add(std::string("kv:") + to_string(c.kv_format));
   if (c.gqa) add("gqa");
   if (c.lse) add("lse");
   return f.empty() ? "-" : f;

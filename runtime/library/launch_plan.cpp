@@ -64,6 +64,7 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq &&
                                   call.total_k <= kMaxSeq
                             : call.total_q == 0 && call.total_k == 0);
+  ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
   return ok;
 }
@@ -162,8 +163,11 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   // A paged cache is num_pages "batches" of page_size rows.
   const uint64_t kv_batches = info.paged ? call.num_pages : batches, kv_rows = info.paged ? call.page_size : rows_k;
   const uint64_t q_bytes = add(kForwardQ, "q", c.span(st.q, batches, s.heads_q, rows_q, info.head_dim, e), false);
-  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, kv_batches, s.heads_kv, kv_rows, info.head_dim, e), false);
-  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, kv_batches, s.heads_kv, kv_rows, info.head_dim_v, e), false);
+  // k and v count storage units (elements, quantized blocks or fp8 bytes).
+  const uint64_t kv_unit = kv_unit_bytes(info.kv_format, info.element_bytes);
+  const uint64_t k_units = kv_row_units(info.kv_format, info.head_dim), v_units = kv_row_units(info.kv_format, info.head_dim_v);
+  const uint64_t k_bytes = add(kForwardK, "k", c.span(st.k, kv_batches, s.heads_kv, kv_rows, k_units, kv_unit), false);
+  const uint64_t v_bytes = add(kForwardV, "v", c.span(st.v, kv_batches, s.heads_kv, kv_rows, v_units, kv_unit), false);
   const uint64_t out_bytes =
       add(kForwardOut, "out", c.span(st.out, batches, s.heads_q, rows_q, info.head_dim_v, e), !info.backward);
   if (info.lse)
@@ -219,6 +223,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   if (info.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (info.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
   if (info.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
+  if (info.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
   if (info.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (info.decode) w.put(splits).put(split_keys).put(row_blocks);
   w.finish(8);

@@ -95,15 +95,16 @@ std::vector<std::string> expected_entries(const KernelEntry& e) {
 // size from the planner.
 ForwardCall canonical_call(const KernelEntry& e) {
   ForwardCall call;
-  call.strides = contiguous_bhsd(call.shape, e.info.head_dim, e.info.head_dim_v);
+  const KvFormat kv = e.info.kv_format;
+  call.strides = contiguous_bhsd(call.shape, e.info.head_dim, e.info.head_dim_v, kv);
   if (e.info.softcap) call.softcap = 30;
   if (e.info.paged) {  // one page of one key
     call.page_size = call.num_pages = call.max_pages = 1;
-    call.strides = paged_kv(call.shape, 1, e.info.head_dim, e.info.head_dim_v);
+    call.strides = paged_kv(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
   }
   if (e.info.varlen) {  // one packed row each
     call.total_q = call.total_k = 1;
-    call.strides = packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v);
+    call.strides = packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
   }
   return call;
 }
@@ -187,6 +188,15 @@ KernelEntry parse_kernel(const Field& k) {
   if (info.varlen && e.kind == KernelKind::decode) spec.at("layout").fail("\"dense\" (decode kernels take dense queries)");
   static constexpr std::array<std::pair<std::string_view, bool>, 2> kKvCaches{{{"dense", false}, {"paged", true}}};
   info.paged = spec.has("kv_cache") && spec.at("kv_cache").one_of(kKvCaches);
+  static constexpr std::array<std::pair<std::string_view, KvFormat>, 3> kKvDtypes{
+      {{"q8_0", KvFormat::q8_0}, {"q4_0", KvFormat::q4_0}, {"fp8_e4m3", KvFormat::fp8_e4m3}}};
+  if (spec.has("kv_dtype")) {
+    info.kv_format = spec.at("kv_dtype").one_of(kKvDtypes);
+    if (e.kind == KernelKind::backward) spec.at("kv_dtype").fail("absent (backward kernels take k and v in dtype)");
+    const bool blocks = info.kv_format == KvFormat::q8_0 || info.kv_format == KvFormat::q4_0;
+    if (blocks && (info.head_dim % 32 != 0 || info.head_dim_v % 32 != 0))
+      spec.at("kv_dtype").fail("fp8_e4m3 (q8_0 and q4_0 need head dims that are multiples of 32)");
+  }
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");

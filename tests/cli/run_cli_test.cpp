@@ -15,6 +15,7 @@
 #include "attention_reference.h"
 #include "packed_batch.h"
 #include "paged_cache.h"
+#include "quantized_kv.h"
 #include "gradient_tolerance.h"
 #include "io/npy.h"
 #include "random_inputs.h"
@@ -511,6 +512,98 @@ TEST_F(RunCli, PagedCacheDecode) {
     args[9] = (dir_ / "bt_bad.npy").string();
     args[11] = (dir_ / "cs_bad.npy").string();
     args.insert(args.end(), {"--out-dir", (dir_ / "bad").string()});
+    const auto bad = mfagen(args);
+    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
+    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+// Quantized caches (spec kv_dtype): k and v as .npy of their raw stored rows
+// (uint8, the last axis a row's bytes), dense and paged, the format taken from
+// the set or --kv-dtype, fp8 with --k-scale and --v-scale; against the
+// float64 reference of the dequantized rows. Raw rows that are not whole
+// blocks, or that hold another head dim, are clear errors.
+TEST_F(RunCli, QuantizedCaches) {
+  std::ofstream(dir_ / "quant.json") << R"({"kernels": [
+      {"kind": "decode", "dtype": "float16", "head_dim": 64, "causal": "bottom_right", "kv_dtype": "q8_0"},
+      {"kind": "forward", "dtype": "float16", "head_dim": 64, "causal": "bottom_right",
+       "kv_dtype": ["q4_0", "fp8_e4m3"]}]})";
+  const std::string quant_spec = (dir_ / "quant.json").string();
+  const uint64_t hq = 4, hkv = 2, sq = 3, sk = 70, d = 64;
+  std::vector<double> q;
+  const std::string qf = tensor("q.npy", {1, hq, sq, d}, 81, ElementType::float16, &q);
+  const struct {
+    reference::KvQuant format;
+    std::vector<std::string> options;
+    double k_scale, v_scale;
+    const char* kernel;
+  } calls[] = {
+      {reference::KvQuant::q8_0, {"--kv-dtype", "q8_0"}, 1, 1, "attn_decode_f16_d64_causal_br_gqa_kv_q8_0:"},
+      {reference::KvQuant::q4_0, {"--kv-dtype", "q4_0"}, 1, 1, "attn_fwd_f16_d64_causal_br_gqa_kv_q4_0:"},
+      {reference::KvQuant::fp8_e4m3, {"--kv-dtype", "fp8_e4m3", "--k-scale", "0.0625", "--v-scale", "0.03125"},
+       0.0625, 0.03125, "attn_fwd_f16_d64_causal_br_gqa_kv_fp8_e4m3:"},
+  };
+  for (const auto& call : calls) {
+    SCOPED_TRACE(std::string(reference::to_string(call.format)));
+    const uint64_t rows = hkv * sk, row_bytes = reference::quantized_row_bytes(call.format, d);
+    const std::vector<double> k_values = reference::random_tensor(rows * d, 82, ElementType::float32);
+    const std::vector<double> v_values = reference::random_tensor(rows * d, 83, ElementType::float32);
+    const std::vector<uint8_t> k_rows = reference::quantize_rows(call.format, k_values, rows, d, call.k_scale);
+    const std::vector<uint8_t> v_rows = reference::quantize_rows(call.format, v_values, rows, d, call.v_scale);
+    io::write_npy_atomic(dir_ / "kq.npy", NpyArray::from<uint8_t>(k_rows, {1, hkv, sk, row_bytes}));
+    io::write_npy_atomic(dir_ / "vq.npy", NpyArray::from<uint8_t>(v_rows, {1, hkv, sk, row_bytes}));
+    std::vector<std::string> args = {"run", quant_spec, "--q", qf, "--k", (dir_ / "kq.npy").string(), "--v",
+                                     (dir_ / "vq.npy").string(), "--out-dir", out_dir()};
+    args.insert(args.end(), call.options.begin(), call.options.end());
+    const auto r = mfagen(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(call.kernel));
+    auto p = problem_of(1, hq, hkv, sq, sk, d, d, reference::CausalMode::bottom_right);
+    p.q = q;
+    p.k = reference::dequantize_rows(call.format, k_rows, rows, d, call.k_scale);
+    p.v = reference::dequantize_rows(call.format, v_rows, rows, d, call.v_scale);
+    reference::AttentionProblem in_half = p;  // the yardstick dequantizes into float16
+    for (std::vector<double>* t : {&in_half.k, &in_half.v})
+      for (double& x : *t) x = reference::round_to(ElementType::float16, x);
+    const auto verdict = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(),
+                                                 reference::reference_attention(p),
+                                                 reference::naive_attention_in_dtype(in_half, ElementType::float16),
+                                                 ElementType::float16, p);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+  }
+
+  // Rows that are not whole blocks, rows of another head dim, a float k for a
+  // quantized format, a scale for a cache that is not fp8.
+  const std::vector<uint8_t> ragged(1 * hkv * sk * 70);
+  io::write_npy_atomic(dir_ / "ragged.npy", NpyArray::from<uint8_t>(ragged, {1, hkv, sk, 70}));
+  const std::vector<uint8_t> narrow(1 * hkv * sk * 34);
+  io::write_npy_atomic(dir_ / "narrow.npy", NpyArray::from<uint8_t>(narrow, {1, hkv, sk, 34}));
+  std::vector<double> unused;
+  const std::string kf = tensor("kf.npy", {1, hkv, sk, d}, 84, ElementType::float16, &unused);
+  const struct {
+    std::string k, v;
+    std::vector<std::string> options;
+    const char* message;
+  } bad_calls[] = {
+      {"ragged.npy", "ragged.npy", {"--kv-dtype", "q8_0"},
+       "ragged.npy: shape (1, 2, 70, 70): the last axis, 70 bytes, is not whole q8_0 rows (34 bytes per block of 32 "
+       "values)"},
+      {"narrow.npy", "narrow.npy", {"--kv-dtype", "q8_0"},
+       "(q8_0 rows of 34 bytes = 32 values) has shape (1, 2, 70, 32): head_dim (the last dimension of q and k) must "
+       "match"},
+      {"kf.npy", "kf.npy", {"--kv-dtype", "q4_0"},
+       "a q4_0 cache is its raw stored rows as uint8 (|u1), the last axis a row's bytes (18 bytes per block of 32 "
+       "values); found dtype <f4"},
+      {"narrow.npy", "narrow.npy", {},
+       "k or v holds raw bytes (uint8) and the spec set has kernels for several quantized formats: say which with "
+       "--kv-dtype"},
+      {"kf.npy", "kf.npy", {"--k-scale", "2"}, "--k-scale and --v-scale scale fp8_e4m3 caches"},
+  };
+  for (const auto& bad_call : bad_calls) {
+    std::vector<std::string> args = {"run", quant_spec, "--q", qf, "--k", (dir_ / bad_call.k).string(), "--v",
+                                     (dir_ / bad_call.v).string(), "--out-dir", (dir_ / "bad").string()};
+    args.insert(args.end(), bad_call.options.begin(), bad_call.options.end());
     const auto bad = mfagen(args);
     EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
     EXPECT_THAT(bad.err, HasSubstr(bad_call.message));

@@ -12,6 +12,7 @@
 #include "attention_backward_reference.h"
 #include "device_tensor.h"
 #include "serving_harness.h"
+#include "quantized_kv_harness.h"
 #include "attention_reference.h"
 #include "gradient_tolerance.h"
 #include "mfagen/forward_dispatch.h"
@@ -89,6 +90,7 @@ std::string ForwardCase::describe() const {
   if (softcap > 0) d += fmt::format(" softcap={}", softcap);
   if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
   if (sinks) d += " sinks";
+  if (spec::kv_quantized(kv_dtype)) d += fmt::format(" kv {}", spec::to_string(kv_dtype));
   if (page_size) {
     d += fmt::format(" paged page_size={} cache lengths", page_size);
     for (uint32_t n : cache_lengths) d += fmt::format(" {}", n);
@@ -134,6 +136,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.sinks = c.sinks;
   s.layout = c.varlen_q.empty() ? spec::Layout::dense : spec::Layout::varlen;
   s.kv_cache = c.page_size ? spec::KvCache::paged : spec::KvCache::dense;
+  s.kv_dtype = c.kv_dtype;
   s.kind = c.kind;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
@@ -178,8 +181,19 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   problem.seq_q = c.seq_q;
   problem.seq_k = c.seq_k;
   problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type, c.q_scale);
-  problem.k = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim, c.seed * 3 + 1, type, c.kv_scale);
-  problem.v = reference::random_tensor(c.batch * c.heads_kv * c.seq_k * problem.head_dim_v, c.seed * 3 + 2, type, c.kv_scale);
+  // Quantized k and v: the stored rows, and the values the reference takes from them.
+  const bool quantized = case_quantized(c);
+  const uint64_t kv_rows = c.batch * c.heads_kv * c.seq_k;
+  QuantizedRows stored_k, stored_v;
+  if (quantized) {
+    stored_k = quantized_rows(c, kv_rows, problem.head_dim, c.seed * 3 + 1, case_k_scale(c));
+    stored_v = quantized_rows(c, kv_rows, problem.head_dim_v, c.seed * 3 + 2, case_v_scale(c));
+    problem.k = stored_k.values;
+    problem.v = stored_v.values;
+  } else {
+    problem.k = reference::random_tensor(kv_rows * problem.head_dim, c.seed * 3 + 1, type, c.kv_scale);
+    problem.v = reference::random_tensor(kv_rows * problem.head_dim_v, c.seed * 3 + 2, type, c.kv_scale);
+  }
   MaskData mask;
   if (c.mask != spec::MaskKind::none) {
     mask = make_mask(c, type);
@@ -199,11 +213,12 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   }
 
   const AttentionShape shape{c.batch, c.heads_q, c.heads_kv, c.seq_q, c.seq_k};
-  ForwardStrides strides = contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v);
+  const KvFormat kv_format = case_kv_format(c);
+  ForwardStrides strides = contiguous_bhsd(shape, plan.spec.head_dim, plan.spec.head_dim_v, kv_format);
   if (c.bshd) {
     strides.q = bshd_strides(c.heads_q, c.seq_q, plan.spec.head_dim);
-    strides.k = bshd_strides(c.heads_kv, c.seq_k, plan.spec.head_dim);
-    strides.v = bshd_strides(c.heads_kv, c.seq_k, plan.spec.head_dim_v);
+    strides.k = bshd_strides(c.heads_kv, c.seq_k, kv_row_units(kv_format, plan.spec.head_dim));
+    strides.v = bshd_strides(c.heads_kv, c.seq_k, kv_row_units(kv_format, plan.spec.head_dim_v));
     strides.out = bshd_strides(c.heads_q, c.seq_q, plan.spec.head_dim_v);
   }
   const ForwardKernelInfo info = plan::forward_kernel_info(plan);
@@ -216,14 +231,22 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   if (c.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides(mask.extents);
   call.alibi_per_batch = c.alibi_per_batch;
   call.splits = c.splits;
+  call.k_scale = case_k_scale(c);
+  call.v_scale = case_v_scale(c);
   const DispatchPlan dispatch = plan_forward(info, call);
 
   std::vector<std::byte> q = device_tensor(problem.q, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type,
                                            dispatch.buffer("q")->bytes);
-  std::vector<std::byte> k = device_tensor(problem.k, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k, type,
-                                           dispatch.buffer("k")->bytes);
-  std::vector<std::byte> v = device_tensor(problem.v, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v,
-                                           type, dispatch.buffer("v")->bytes);
+  std::vector<std::byte> k =
+      quantized ? quantized_device_tensor(c, stored_k.stored, c.batch, c.heads_kv, c.seq_k, problem.head_dim,
+                                          strides.k, dispatch.buffer("k")->bytes)
+                : device_tensor(problem.k, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k, type,
+                                dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v =
+      quantized ? quantized_device_tensor(c, stored_v.stored, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v,
+                                          strides.v, dispatch.buffer("v")->bytes)
+                : device_tensor(problem.v, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v, type,
+                                dispatch.buffer("v")->bytes);
   std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every element must be written
   std::vector<float> lse(c.batch * c.heads_q * c.seq_q, 12345.0f);
   std::map<uint32_t, std::span<std::byte>> tensors = {
@@ -243,7 +266,7 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   outcome.dispatch = cpu::execute(*module, dispatch, tensors);
 
   const reference::AttentionResult expected = reference::reference_attention(problem);
-  const reference::AttentionResult naive = reference::naive_attention_in_dtype(problem, type);
+  const reference::AttentionResult naive = reference::naive_attention_in_dtype(with_kv_in(problem, type), type);
   const std::vector<float> got = read_tensor(out, c.batch, c.heads_q, c.seq_q, problem.head_dim_v, strides.out, type);
   outcome.out = reference::check_output(got, expected, naive, type, problem);
   outcome.judge_forward = c.judge_forward;

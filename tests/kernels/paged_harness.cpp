@@ -14,6 +14,7 @@
 #include "random_inputs.h"
 #include "selftest/case_inputs.h"
 #include "serving_harness.h"
+#include "quantized_kv_harness.h"
 
 namespace mfagen::test {
 namespace {
@@ -61,15 +62,27 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   const uint32_t d = plan.spec.head_dim, dv = plan.spec.head_dim_v;
   const uint64_t slots = cache.num_pages * c.page_size * c.heads_kv;
   const std::vector<double> q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * d, c.seed * 3, type, c.q_scale);
-  const std::vector<double> k_pages = reference::random_tensor(slots * d, c.seed * 3 + 1, type, c.kv_scale);
-  const std::vector<double> v_pages = reference::random_tensor(slots * dv, c.seed * 3 + 2, type, c.kv_scale);
+  // The caches' slots: values in the dtype, or stored rows of a quantized format.
+  const bool quantized = case_quantized(c);
+  QuantizedRows stored_k, stored_v;
+  if (quantized) {
+    stored_k = quantized_rows(c, slots, d, c.seed * 3 + 1, case_k_scale(c));
+    stored_v = quantized_rows(c, slots, dv, c.seed * 3 + 2, case_v_scale(c));
+  }
+  const std::vector<double> k_pages =
+      quantized ? stored_k.values : reference::random_tensor(slots * d, c.seed * 3 + 1, type, c.kv_scale);
+  const std::vector<double> v_pages =
+      quantized ? stored_v.values : reference::random_tensor(slots * dv, c.seed * 3 + 2, type, c.kv_scale);
   const std::vector<double> sinks = c.sinks ? case_sinks(c) : std::vector<double>{};
   const std::vector<double> slopes = c.alibi ? case_alibi_slopes(c) : std::vector<double>{};
 
   const AttentionShape shape{c.batch, c.heads_q, c.heads_kv, c.seq_q, longest_k};
   ForwardCall call;
   call.shape = shape;
-  call.strides = paged_kv(shape, c.page_size, d, dv);
+  const KvFormat kv_format = case_kv_format(c);
+  call.strides = paged_kv(shape, c.page_size, d, dv, kv_format);
+  call.k_scale = case_k_scale(c);
+  call.v_scale = case_v_scale(c);
   call.page_size = c.page_size;
   call.num_pages = cache.num_pages;
   call.max_pages = cache.max_pages;
@@ -85,8 +98,13 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   // q and out dense BHSD; the caches contiguous (num_pages, page_size, Hkv, D).
   std::vector<std::byte> q_bytes = device_tensor(q, c.batch, c.heads_q, c.seq_q, d, call.strides.q, type,
                                                  dispatch.buffer("q")->bytes);
-  std::vector<std::byte> k_bytes = device_tensor(k_pages, 1, 1, slots, d, {0, 0, d}, type, dispatch.buffer("k")->bytes);
-  std::vector<std::byte> v_bytes = device_tensor(v_pages, 1, 1, slots, dv, {0, 0, dv}, type, dispatch.buffer("v")->bytes);
+  const uint64_t k_row = kv_row_units(kv_format, d), v_row = kv_row_units(kv_format, dv);
+  std::vector<std::byte> k_bytes =
+      quantized ? quantized_device_tensor(c, stored_k.stored, 1, 1, slots, d, {0, 0, k_row}, dispatch.buffer("k")->bytes)
+                : device_tensor(k_pages, 1, 1, slots, d, {0, 0, d}, type, dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v_bytes =
+      quantized ? quantized_device_tensor(c, stored_v.stored, 1, 1, slots, dv, {0, 0, v_row}, dispatch.buffer("v")->bytes)
+                : device_tensor(v_pages, 1, 1, slots, dv, {0, 0, dv}, type, dispatch.buffer("v")->bytes);
   std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every element must be written
   std::vector<float> lse(c.batch * c.heads_q * c.seq_q, 12345.0f);
   std::vector<int32_t> table = cache.block_table, lengths = cache.cache_seqlens;
@@ -120,7 +138,7 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
     p.k = reference::gather_sequence(k_pages, cache, d, b);
     p.v = reference::gather_sequence(v_pages, cache, dv, b);
     const reference::AttentionResult expected = reference::reference_attention(p);
-    const reference::AttentionResult naive = reference::naive_attention_in_dtype(p, type);
+    const reference::AttentionResult naive = reference::naive_attention_in_dtype(with_kv_in(p, type), type);
     const std::vector<float> got_b(got.begin() + b * q_rows * dv, got.begin() + (b + 1) * q_rows * dv);
     merge(outcome.out, reference::check_output(got_b, expected, naive, type, p), b);
     if (!c.lse) continue;

@@ -17,6 +17,7 @@
 #include "plan/kernel_plan.h"
 #include "random_inputs.h"
 #include "render/render_forward.h"
+#include "quantized_kv_harness.h"
 #include "selftest/case_inputs.h"
 
 namespace mfagen::test {
@@ -84,13 +85,25 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
   packed.cu_seqlens_q = cu_q;
   packed.cu_seqlens_k = cu_k;
   packed.q = reference::random_tensor(total_q * c.heads_q * d, c.seed * 3 + 0, type, c.q_scale);
-  packed.k = reference::random_tensor(total_k * c.heads_kv * d, c.seed * 3 + 1, type, c.kv_scale);
-  packed.v = reference::random_tensor(total_k * c.heads_kv * dv, c.seed * 3 + 2, type, c.kv_scale);
+  const bool quantized = case_quantized(c);
+  QuantizedRows stored_k, stored_v;  // quantized k and v: the packed stored rows
+  if (quantized) {
+    stored_k = quantized_rows(c, total_k * c.heads_kv, d, c.seed * 3 + 1, case_k_scale(c));
+    stored_v = quantized_rows(c, total_k * c.heads_kv, dv, c.seed * 3 + 2, case_v_scale(c));
+    packed.k = stored_k.values;
+    packed.v = stored_v.values;
+  } else {
+    packed.k = reference::random_tensor(total_k * c.heads_kv * d, c.seed * 3 + 1, type, c.kv_scale);
+    packed.v = reference::random_tensor(total_k * c.heads_kv * dv, c.seed * 3 + 2, type, c.kv_scale);
+  }
 
   const AttentionShape shape{batch, c.heads_q, c.heads_kv, longest_q, longest_k};
   ForwardCall call;
   call.shape = shape;
-  call.strides = packed_varlen(shape, total_q, d, dv);
+  const KvFormat kv_format = case_kv_format(c);
+  call.strides = packed_varlen(shape, total_q, d, dv, kv_format);
+  call.k_scale = case_k_scale(c);
+  call.v_scale = case_v_scale(c);
   call.total_q = total_q;
   call.total_k = total_k;
   call.scale = c.scale;
@@ -100,8 +113,13 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
   const DispatchPlan dispatch = plan_forward(plan::forward_kernel_info(plan), call);
 
   std::vector<std::byte> q = packed_bytes(packed.q, d, type, dispatch.buffer("q")->bytes);
-  std::vector<std::byte> k = packed_bytes(packed.k, d, type, dispatch.buffer("k")->bytes);
-  std::vector<std::byte> v = packed_bytes(packed.v, dv, type, dispatch.buffer("v")->bytes);
+  const uint64_t kv_rows = total_k * c.heads_kv, k_row = kv_row_units(kv_format, d), v_row = kv_row_units(kv_format, dv);
+  std::vector<std::byte> k =
+      quantized ? quantized_device_tensor(c, stored_k.stored, 1, 1, kv_rows, d, {0, 0, k_row}, dispatch.buffer("k")->bytes)
+                : packed_bytes(packed.k, d, type, dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v =
+      quantized ? quantized_device_tensor(c, stored_v.stored, 1, 1, kv_rows, dv, {0, 0, v_row}, dispatch.buffer("v")->bytes)
+                : packed_bytes(packed.v, dv, type, dispatch.buffer("v")->bytes);
   std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every row must be written
   std::vector<float> lse(c.heads_q * total_q, 12345.0f);
   std::vector<int32_t> cu_q_buffer = cu_q, cu_k_buffer = cu_k;
@@ -133,7 +151,7 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
     const reference::AttentionProblem& p = problems.back();
     if (p.seq_q == 0) continue;  // nothing to judge (and nothing may be written: the detectors would say)
     const reference::AttentionResult expected = reference::reference_attention(p);
-    const reference::AttentionResult naive = reference::naive_attention_in_dtype(p, type);
+    const reference::AttentionResult naive = reference::naive_attention_in_dtype(with_kv_in(p, type), type);
     const uint64_t start = uint64_t(cu_q[b]);
     merge(outcome.out,
           reference::check_output(sequence_rows(got_out, c.heads_q, dv, start, p.seq_q), expected, naive, type, p), b);

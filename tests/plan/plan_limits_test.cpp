@@ -75,7 +75,17 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_cache": "paged", "layout": "varlen"})",
                 "p.json: kv_cache: attn_fwd_f16_d64_gqa_varlen_paged: paged caches take dense (B, Hq, Sq, D) "
                 "queries in this version (each sequence's keys come from its block table row and cache length): "
-                "use layout dense with kv_cache paged"}));
+                "use layout dense with kv_cache paged"},
+        Refusal{R"({"dtype": "bfloat16", "head_dim": 64, "kv_dtype": "float16"})",
+                "p.json: kv_dtype: attn_fwd_bf16_d64_gqa_kv_float16: k and v are stored in the spec's dtype "
+                "(bfloat16) unless quantized: use kv_dtype q8_0, q4_0 or fp8_e4m3, or leave the field out"},
+        Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "kv_dtype": "q8_0"})",
+                "p.json: kv_dtype: attn_bwd_f16_d64_gqa_kv_q8_0: a quantized cache serves inference (kind forward "
+                "or decode); the training backward takes k and v in the spec's dtype and writes dK and dV there: "
+                "leave kv_dtype out"},
+        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 80, "kv_dtype": "q4_0"})",
+                "p.json: kv_dtype: attn_decode_f16_d80_gqa_kv_q4_0: q4_0 stores blocks of 32 values along the head "
+                "dim: head_dim (80) and head_dim_v (80) must be multiples of 32 (fp8_e4m3 takes any head dim)"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");

@@ -47,6 +47,20 @@ TEST(Canonical, ServingFeaturesAppearOnlyWhenOn) {
   EXPECT_NE(canonical_json(s).find(R"("sinks":true,"kv_cache":"paged","lse":true)"), std::string::npos);
   EXPECT_EQ(parse_spec_text(canonical_json(s), "canonical.json").at(0).kv_cache, KvCache::paged);
   EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks_paged");
+  s.kv_dtype = KvDType::q4_0;
+  EXPECT_NE(canonical_json(s).find(R"("kv_cache":"paged","kv_dtype":"q4_0","lse":true)"), std::string::npos);
+  EXPECT_EQ(parse_spec_text(canonical_json(s), "canonical.json").at(0).kv_dtype, KvDType::q4_0);
+  EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks_paged_kv_q4_0");
+}
+
+// kv_dtype naming the spec's own dtype is the default: the same kernel, name and hash.
+TEST(Canonical, KvDtypeOfTheSpecsOwnDtypeIsTheDefault) {
+  const auto same = parse_spec_text(R"({"dtype": "float16", "head_dim": 128, "causal": "bottom_right",
+      "kv_dtype": "float16"})", "same.json");
+  EXPECT_EQ(same.at(0).kv_dtype, KvDType::as_dtype);
+  EXPECT_EQ(canonical_json(same.at(0)), canonical_json(base()));
+  const auto other = parse_spec_text(R"({"dtype": "bfloat16", "head_dim": 128, "kv_dtype": "float16"})", "o.json");
+  EXPECT_EQ(other.at(0).kv_dtype, KvDType::float16);  // kept, so that the planner refuses it
 }
 
 TEST(Canonical, JsonIsIdenticalForEqualSpecsWrittenDifferently) {

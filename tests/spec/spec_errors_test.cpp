@@ -50,7 +50,7 @@ const BadSpec kBadSpecs[] = {
      R"(bad.json: unknown field "version"; the accepted fields are kernels, comment)"},
     {R"({"kernels": [{"dtype": "float16", "head_dim": 64, "headdim": 64}]})",
      R"(bad.json: kernels[0]: unknown field "headdim"; the accepted fields are kind, dtype, )"
-     "head_dim, head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, lse, accumulate, tiles, "
+     "head_dim, head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, lse, accumulate, tiles, "
      "target, name, comment"},
     {R"({"dtype": "float16", "head_dim": 64, "dtype": "float32"})",
      R"(bad.json: expected each field once, found "dtype" twice)"},
@@ -74,6 +74,8 @@ const BadSpec kBadSpecs[] = {
      R"(bad.json: kernels[0].causal: expected one of "none", "top_left", "bottom_right", found "bottom-right")"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "mask": "boolean"})"),
      R"(bad.json: kernels[0].mask: expected one of "none", "bool", "additive", found "boolean")"},
+    {in_set(R"({"dtype": "float16", "head_dim": 64, "kv_dtype": "q4_K"})"),
+     R"(bad.json: kernels[0].kv_dtype: expected one of "float16", "bfloat16", "float32", "q8_0", "q4_0", "fp8_e4m3", found "q4_K")"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "target": "m3"})"),
      R"(bad.json: kernels[0].target: expected one of "apple7", "apple8", "apple9", "apple10", found "m3")"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "target": null})"),

@@ -16,6 +16,26 @@ namespace mfagen {
 
 enum class MaskInput { none, boolean, additive };
 
+// How k and v are stored (DESIGN.md section 13): as elements of the kernel's
+// dtype, or quantized: llama.cpp's q8_0 (34-byte blocks of 32 values) and q4_0
+// (18-byte blocks), or fp8 E4M3FN (one byte per value, one float32 scale per
+// tensor). Strides of k and v count storage units: elements, blocks or bytes.
+enum class KvFormat { elements, q8_0, q4_0, fp8_e4m3 };
+
+// The spec's spelling: "q8_0", "q4_0", "fp8_e4m3" ("elements" for unquantized k and v).
+inline const char* to_string(KvFormat f) {
+  return f == KvFormat::q8_0 ? "q8_0" : f == KvFormat::q4_0 ? "q4_0" : f == KvFormat::fp8_e4m3 ? "fp8_e4m3" : "elements";
+}
+
+// Bytes of one storage unit of k or v, and the units one row of `values` takes
+// (blocks run along D; q8_0 and q4_0 need `values` to be a multiple of 32).
+inline uint64_t kv_unit_bytes(KvFormat f, uint32_t element_bytes) {
+  return f == KvFormat::q8_0 ? 34 : f == KvFormat::q4_0 ? 18 : f == KvFormat::fp8_e4m3 ? 1 : element_bytes;
+}
+inline uint64_t kv_row_units(KvFormat f, uint32_t values) {
+  return f == KvFormat::q8_0 || f == KvFormat::q4_0 ? values / 32 : values;
+}
+
 // What the runtime must know about a generated forward kernel to launch it
 // (recorded in manifest.json by the generator).
 struct ForwardKernelInfo {
@@ -36,6 +56,7 @@ struct ForwardKernelInfo {
   bool sinks = false;           // a float32 sink logit per q head (buffer "sinks"); backward also writes d_sinks
   bool varlen = false;          // packed sequences: q (total_q, Hq, D), ..., cu_seqlens_q and cu_seqlens_k
   bool paged = false;           // k, v are paged caches read through block_table, cache_seqlens
+  KvFormat kv_format = KvFormat::elements;  // quantized k and v are dequantized inside the kernel
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
   bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
@@ -56,17 +77,20 @@ struct ForwardStrides {
   uint64_t lse_batch = 0, lse_head = 0;  // lse rows are contiguous
 };
 
-// Contiguous BHSD strides for a shape.
-ForwardStrides contiguous_bhsd(const AttentionShape& shape, uint32_t head_dim, uint32_t head_dim_v);
+// Contiguous BHSD strides for a shape (k and v in units of `kv`).
+ForwardStrides contiguous_bhsd(const AttentionShape& shape, uint32_t head_dim, uint32_t head_dim_v,
+                               KvFormat kv = KvFormat::elements);
 
 // Strides of packed varlen tensors (DESIGN.md section 13): q (total_q, Hq, D),
 // k (total_k, Hkv, D), v (total_k, Hkv, Dv), out (total_q, Hq, Dv), lse (Hq,
 // total_q); the batch stride is 0 (each sequence starts at its cu_seqlens row).
-ForwardStrides packed_varlen(const AttentionShape& shape, uint64_t total_q, uint32_t head_dim, uint32_t head_dim_v);
+ForwardStrides packed_varlen(const AttentionShape& shape, uint64_t total_q, uint32_t head_dim, uint32_t head_dim_v,
+                             KvFormat kv = KvFormat::elements);
 
 // Strides of a paged call: q and out dense BHSD, k and v contiguous caches
 // (num_pages, page_size, Hkv, D) with strides {page, head, slot}.
-ForwardStrides paged_kv(const AttentionShape& shape, uint64_t page_size, uint32_t head_dim, uint32_t head_dim_v);
+ForwardStrides paged_kv(const AttentionShape& shape, uint64_t page_size, uint32_t head_dim, uint32_t head_dim_v,
+                        KvFormat kv = KvFormat::elements);
 
 // Checks a paged call's block table (batch x max_pages) and cache lengths
 // (batch) as the host holds them: every length between 0 and max_pages x
@@ -103,7 +127,16 @@ struct ForwardCall {
   // strides {page, head, slot} (paged_kv()); the block table has max_pages
   // entries per sequence. shape.seq_k is the longest cache length.
   uint64_t page_size = 0, num_pages = 0, max_pages = 0;
+  // fp8_e4m3 kernels: each stored value of k (v) times k_scale (v_scale).
+  double k_scale = 1, v_scale = 1;
 };
+
+// fp8 kernels take finite, nonzero float32 scales; other kernels none (both stay 1).
+inline bool kv_scales_valid(KvFormat format, double k_scale, double v_scale) {
+  if (format != KvFormat::fp8_e4m3) return k_scale == 1 && v_scale == 1;
+  const float k = float(k_scale), v = float(v_scale);
+  return k == k && v == v && k != 0 && v != 0 && k - k == 0 && v - v == 0;  // not NaN, not 0, not inf
+}
 
 // Decode: seq_q may be at most this (DESIGN.md section 4).
 inline constexpr uint64_t kMaxDecodeQueries = 16;

@@ -54,6 +54,7 @@ struct CallCount {
   MaskInput mask = MaskInput::none;
   bool window = false, softcap = false, alibi = false, sinks = false, varlen = false, paged = false,
        gqa = false, lse = false;
+  KvFormat kv_format = KvFormat::elements;
   std::string kernel;   // empty for a miss
   std::string backend;  // empty for a miss
   bool miss = false;
