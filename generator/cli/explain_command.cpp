@@ -38,7 +38,10 @@ struct ExplainArgs {
 constexpr const char* kIndent = "  ";
 constexpr const char* kListIndent = "    ";
 
-std::string plural(uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+std::string plural(uint64_t n, const char* word) {
+  const bool sibilant = std::string_view(word).ends_with('s');  // "pass" -> "passes"
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : sibilant ? "es" : "s");
+}
 
 // 1234567 -> "1.23 M" (decimal prefixes, as FLOP counts are usually quoted).
 std::string decimal(double v) {
@@ -61,9 +64,15 @@ std::string percent(double part, double whole) { return fmt::format("{:.1f}%", w
 std::string origin_text(const spec::SpecOrigin& o) { return o.json_path.empty() ? o.file : o.file + ": " + o.json_path; }
 
 std::string spec_text(const spec::KernelSpec& s) {
-  return fmt::format("{} {}, D {}, Dv {}, causal {}, gqa {}, lse {}, target {}", spec::to_string(s.kind),
-                     spec::to_string(s.dtype), s.head_dim, s.head_dim_v, spec::to_string(s.causal),
-                     s.gqa ? "yes" : "no", s.lse ? "yes" : "no", spec::to_string(s.target));
+  std::string text = fmt::format("{} {}, D {}, Dv {}, causal {}, gqa {}, lse {}, target {}", spec::to_string(s.kind),
+                                 spec::to_string(s.dtype), s.head_dim, s.head_dim_v, spec::to_string(s.causal),
+                                 s.gqa ? "yes" : "no", s.lse ? "yes" : "no", spec::to_string(s.target));
+  if (s.sinks) text += ", sinks";
+  if (s.layout == spec::Layout::varlen) text += ", layout varlen";
+  if (s.kv_cache == spec::KvCache::paged) text += ", kv_cache paged";
+  if (spec::kv_quantized(s.kv_dtype))
+    text += fmt::format(", kv_dtype {} (k and v dequantized while staged)", spec::to_string(s.kv_dtype));
+  return text;
 }
 
 std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
@@ -114,7 +123,7 @@ std::vector<TextRow> decode_rows(const plan::KernelPlan& p, const plan::CostShap
     rows.push_back({"launch", fmt::format("{}: {} x {} x {} threadgroups of {} threads", l.entry, l.threadgroups[0],
                                           l.threadgroups[1], l.threadgroups[2], l.threads_per_threadgroup[0])});
   const uint64_t e = spec::dtype_bytes(p.spec.dtype);
-  const uint64_t kv = shape.batch * shape.heads_kv * shape.seq_k * (p.spec.head_dim + p.spec.head_dim_v) * e;
+  const uint64_t kv = shape.batch * shape.heads_kv * shape.seq_k * plan::kv_key_bytes(p.spec);  // as stored
   const uint64_t row_blocks = d.launches[0].threadgroups[1] / shape.heads_kv;
   const uint64_t partials = d.buffer("out_partial")->bytes + d.buffer("lse_partial")->bytes;
   const uint64_t q_out = shape.batch * shape.heads_q * shape.seq_q * (p.spec.head_dim + p.spec.head_dim_v) * e;

@@ -11,6 +11,11 @@ KvFormat kv_format(const spec::KernelSpec& s) {
   }
 }
 
+uint64_t kv_key_bytes(const spec::KernelSpec& s) {
+  const KvFormat kv = kv_format(s);
+  return (kv_row_units(kv, s.head_dim) + kv_row_units(kv, s.head_dim_v)) * kv_unit_bytes(kv, spec::dtype_bytes(s.dtype));
+}
+
 ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   static_assert(kQIndex == kForwardQ && kKIndex == kForwardK && kVIndex == kForwardV && kOutIndex == kForwardOut &&
                     kLseIndex == kForwardLse && kParamsIndex == kForwardParams && kMaskIndex == kForwardMask &&

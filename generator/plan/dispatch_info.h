@@ -13,4 +13,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& plan);
 // kv_dtype is q8_0, q4_0 or fp8_e4m3).
 KvFormat kv_format(const spec::KernelSpec& spec);
 
+// Device bytes of one key's k and v rows (D and Dv values) as stored.
+uint64_t kv_key_bytes(const spec::KernelSpec& spec);
+
 }  // namespace mfagen::plan

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/dispatch_info.h"
+
 namespace mfagen::plan {
 namespace {
 
@@ -44,7 +46,8 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
 
   const uint64_t q_bytes = heads * s.seq_q * d * e;
   const uint64_t out_bytes = heads * s.seq_q * dv * e + (plan.spec.lse ? heads * s.seq_q * 4 : 0);
-  c.min_device_bytes = q_bytes + out_bytes + s.batch * s.heads_kv * s.seq_k * (d + dv) * e;
+  const uint64_t key_bytes = kv_key_bytes(plan.spec);  // elements, or a quantized format's stored rows
+  c.min_device_bytes = q_bytes + out_bytes + s.batch * s.heads_kv * s.seq_k * key_bytes;
 
   // Per query block: the kernel walks key blocks of block_k keys from the
   // first to the last key any of its rows sees, and reads exactly the keys of
@@ -59,7 +62,7 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   }
   c.key_blocks_total = q_blocks * k_blocks * heads;
   c.key_blocks_visited *= heads;
-  c.kernel_device_bytes = q_bytes + out_bytes + kv_keys_read * heads * (d + dv) * e;
+  c.kernel_device_bytes = q_bytes + out_bytes + kv_keys_read * heads * key_bytes;
   return c;
 }
 

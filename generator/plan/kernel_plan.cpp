@@ -72,13 +72,17 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
 // each barrier, so block_k values that would need them are refused.
 uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t bytes, uint32_t reserved_bytes,
                       uint32_t occupancy_budget) {
-  const uint32_t widest = round_up(std::max(s.head_dim, s.head_dim_v), 8);
+  // q8_0 and q4_0 caches are dequantized a block of 32 values at a time, so
+  // their passes cover whole blocks (D and Dv are multiples of 32 then).
+  const bool blocks = s.kv_dtype == spec::KvDType::q8_0 || s.kv_dtype == spec::KvDType::q4_0;
+  const uint32_t step = blocks ? 32 : 8;
+  const uint32_t widest = round_up(std::max(s.head_dim, s.head_dim_v), step);
   const uint32_t narrowest = std::min(widest, 32u);
-  const uint32_t fits = (kMaxThreadgroupBytes - reserved_bytes) / (block_k * bytes) / 8 * 8;
+  const uint32_t fits = (kMaxThreadgroupBytes - reserved_bytes) / (block_k * bytes) / step * step;
   // Prefer passes narrow enough that enough threadgroups stay resident to
   // hide latency (occupancy_budget); never narrower than `narrowest`.
   const uint32_t budget =
-      occupancy_budget > reserved_bytes ? (occupancy_budget - reserved_bytes) / (block_k * bytes) / 8 * 8 : 0;
+      occupancy_budget > reserved_bytes ? (occupancy_budget - reserved_bytes) / (block_k * bytes) / step * step : 0;
   if (fits < narrowest)
     refuse(s, "tiles.block_k",
            fmt::format("block_k {} needs {} bytes of threadgroup memory for a {}-column K/V tile of {}, over the "
@@ -87,7 +91,7 @@ uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t byte
                        bytes == 4 ? "float32 (staged widened)" : spec::to_string(s.dtype),
                        kMaxThreadgroupBytes, (kMaxThreadgroupBytes - reserved_bytes) / (narrowest * bytes) / 8 * 8));
   const uint32_t passes = ceil_div(widest, std::min(fits, std::max(budget, narrowest)));
-  return round_up(ceil_div(widest, passes), 8);
+  return round_up(ceil_div(widest, passes), step);
 }
 
 }  // namespace

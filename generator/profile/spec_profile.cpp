@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mfagen/cpu/execute_dispatch.h"
+#include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
 #include "profile/launch_work.h"
 #include "profile/synthetic_call.h"
@@ -48,6 +49,7 @@ session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call
   r.sinks = p.spec.sinks;
   r.varlen = p.spec.layout == spec::Layout::varlen;
   r.paged = p.spec.kv_cache == spec::KvCache::paged;
+  r.kv_format = plan::kv_format(p.spec);
   r.softcap = p.spec.softcap;
   r.window = p.spec.window;
   r.backward = p.spec.kind == spec::Kind::backward;
@@ -60,6 +62,7 @@ std::string shape_text(const plan::KernelPlan& p, const plan::CostShape& s) {
   if (p.spec.head_dim_v != p.spec.head_dim) text += fmt::format(", Dv {}", p.spec.head_dim_v);
   text += fmt::format(", {}, causal {}", spec::to_string(p.spec.dtype), spec::to_string(p.spec.causal));
   if (p.spec.window) text += fmt::format(", window ({}, {})", s.window_left, s.window_right);
+  if (spec::kv_quantized(p.spec.kv_dtype)) text += fmt::format(", kv {}", spec::to_string(p.spec.kv_dtype));
   return text;
 }
 

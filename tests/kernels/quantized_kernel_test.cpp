@@ -83,6 +83,14 @@ std::vector<ForwardCase> cases() {
   c = quantized(KvDType::fp8_e4m3, spec::Kind::forward, DType::float16, 72, 50, 100);
   c.mask = spec::MaskKind::boolean;
   all.push_back(c);
+  // D 96 in float32: K/V passes of 64 columns, the second one half past the
+  // head dim (whole blocks of zeros); fp8 at D 20, a span partly past it.
+  for (KvDType f : kFormats) {
+    const bool fp8 = f == KvDType::fp8_e4m3;
+    c = quantized(f, fp8 ? spec::Kind::decode : spec::Kind::forward, DType::float32, fp8 ? 20 : 96, 9, 70);
+    c.causal = Causal::bottom_right;
+    all.push_back(c);
+  }
   // Packed sequences (layout varlen) of lengths 0, 1, 7 and 300, causal per sequence.
   for (KvDType f : kFormats) {
     c = quantized(f, spec::Kind::forward, DType::float16, 64, 0, 0);

@@ -1,6 +1,7 @@
 // The planner's refusals: each request beyond the hardware limits (or not
 // implemented yet) gets an exact message naming the file, JSON path, kernel
 // and what to change; and the sizes it derives for valid requests.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "plan/dispatch_info.h"
@@ -98,6 +99,19 @@ TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   EXPECT_EQ(p.threadgroup_bytes, 16u * 72 * 4);
   EXPECT_LE(p.threadgroup_bytes, kThreadgroupMemoryPerCore / (kSaturationSimdgroupsPerCore / p.simdgroups));
   EXPECT_LE(p.threadgroup_bytes, kMaxThreadgroupBytes);
+}
+
+// q8_0 and q4_0 caches are dequantized a 32-value block at a time: every K/V
+// pass covers whole blocks, whatever the head dim and dtype.
+TEST(Plan, QuantizedBlockPassesCoverWholeBlocks) {
+  for (const char* kind : {"forward", "decode"})
+    for (const char* dtype : {"float16", "float32"})
+      for (uint32_t d : {32u, 96u, 160u, 256u, 512u}) {
+        const KernelPlan p = plan_json(fmt::format(R"({{"kind": "{}", "dtype": "{}", "head_dim": {}, "kv_dtype": "q4_0"}})",
+                                                   kind, dtype, d));
+        EXPECT_EQ(p.chunk % 32, 0u) << kind << " " << dtype << " D " << d;
+        EXPECT_LE(p.threadgroup_bytes, kMaxThreadgroupBytes);
+      }
 }
 
 TEST(Plan, SmallHeadDimsArePaddedToWholeTiles) {

@@ -131,6 +131,37 @@ TEST(SpecProfile, PagedAndVarlenMoveTheTensorBytesOfTheirDenseTwins) {
   EXPECT_DOUBLE_EQ(varlen_forward.useful_flops, dense_forward.useful_flops);
 }
 
+// K and V bytes as read by quantized decodes (DESIGN.md section 13): the
+// stored rows, q8_0 34 and q4_0 18 bytes per 32 values, fp8 one per value,
+// plus each block's 2-byte scale read once per 16 values (once more per
+// block than stored); against float16's 2 bytes per value.
+uint64_t kv_bytes_read(const KernelWork& work) {
+  uint64_t bytes = 0;
+  for (const LaunchWork& l : work.launches)
+    for (const LaunchWork::Buffer& b : l.buffers)
+      if (b.index == kForwardK || b.index == kForwardV) bytes += b.bytes_read;
+  return bytes;
+}
+
+TEST(SpecProfile, QuantizedCachesReadTheirStoredBytes) {
+  const plan::CostShape shape{1, 8, 2, 1, 1000};
+  const spec::KernelSpec f16 = make_spec(spec::Kind::decode, spec::Causal::bottom_right, 64);
+  const uint64_t values = 2 * 1000 * 64 * 2;  // kv heads x keys x D x (k and v)
+  EXPECT_EQ(kv_bytes_read(profile_plan_call(plan::plan_kernel(f16), shape, 0)), values * 2);
+  const struct {
+    spec::KvDType format;
+    uint64_t bytes;
+  } formats[] = {{spec::KvDType::q8_0, values / 32 * (34 + 2)},
+                 {spec::KvDType::q4_0, values / 32 * (18 + 2)},
+                 {spec::KvDType::fp8_e4m3, values}};
+  for (const auto& f : formats) {
+    spec::KernelSpec quantized = f16;
+    quantized.kv_dtype = f.format;
+    const KernelWork work = profile_plan_call(plan::plan_kernel(quantized), shape, 0);
+    EXPECT_EQ(kv_bytes_read(work), f.bytes) << spec::to_string(f.format) << "\n" << describe(work);
+  }
+}
+
 TEST(SpecProfile, BackwardDeviceBytesEqualTheKernelModel) {
   const plan::KernelPlan p = plan::plan_kernel(make_spec(spec::Kind::backward, spec::Causal::none, 64));
   const plan::CostShape shape{1, 1, 1, 64, 64};

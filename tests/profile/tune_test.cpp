@@ -47,7 +47,9 @@ TEST(Tune, RanksCandidatesByTheirPredictedTimeSummedOverChips) {
     ASSERT_EQ(c.predictions.size(), 2u);
     EXPECT_EQ(c.predictions[0].chip, "M1 Max");
     EXPECT_DOUBLE_EQ(c.total_seconds, c.predictions[0].seconds + c.predictions[1].seconds);
-    if (i > 0) EXPECT_LE(r.ranked[i - 1].total_seconds, c.total_seconds);
+    if (i > 0) {
+      EXPECT_LE(r.ranked[i - 1].total_seconds, c.total_seconds);
+    }
   }
   // The best row's prediction is the one `mfagen profile` makes for that spec
   // with those tiles pinned: the search adds nothing of its own to the model.
