@@ -134,4 +134,9 @@ std::vector<uint8_t> quantize_rows(KvQuant f, std::span<const double> values, ui
   return stored;
 }
 
+std::vector<double> rounded_to(std::vector<double> values, ElementType type) {
+  for (double& x : values) x = round_to(type, x);
+  return values;
+}
+
 }  // namespace mfagen::reference

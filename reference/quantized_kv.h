@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dtype_rounding.h"
+
 namespace mfagen::reference {
 
 enum class KvQuant { q8_0, q4_0, fp8_e4m3 };
@@ -40,5 +42,10 @@ std::vector<double> dequantize_rows(KvQuant format, std::span<const uint8_t> sto
 // the nearest code to x / scale (ties to the even code, saturating at 448).
 std::vector<uint8_t> quantize_rows(KvQuant format, std::span<const double> values, uint64_t rows,
                                    uint64_t row_values, double scale = 1.0);
+
+// k and v rounded to `type`: what a naive implementation that dequantizes
+// into the input dtype computes with, the yardstick of the tolerance rule for
+// quantized caches (naive_attention_in_dtype takes inputs in its type).
+std::vector<double> rounded_to(std::vector<double> values, ElementType type);
 
 }  // namespace mfagen::reference

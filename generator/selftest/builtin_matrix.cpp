@@ -126,6 +126,14 @@ std::vector<SelftestCase> every_case() {
   c.splits = 3;
   all.push_back(c);
 
+  // Quantized KV caches, dequantized inside the kernel.
+  c = make_case(Kind::decode, DType::float16, 128, Causal::bottom_right, {1, 8, 2, 2, 600}, "q4_0");
+  c.kernel.kv_dtype = spec::KvDType::q4_0;
+  all.push_back(c);
+  c = make_case(Kind::forward, DType::bfloat16, 64, Causal::bottom_right, {2, 4, 2, 40, 72}, "fp8_e4m3");
+  c.kernel.kv_dtype = spec::KvDType::fp8_e4m3;
+  all.push_back(c);
+
   // Backward: preprocess, dK/dV and dQ after the forward of the same features.
   c = make_case(Kind::backward, DType::float16, 64, Causal::none, {1, 4, 2, 40, 40});
   c.quick = true;

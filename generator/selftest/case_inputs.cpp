@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "quantized_kv.h"
 #include "random_inputs.h"
 #include "session/tensor_encoding.h"
 
@@ -65,6 +66,31 @@ void add_sinks(const SelftestCase& c, CaseInputs& in) {
   std::memcpy(in.sinks.data(), sinks.data(), in.sinks.size());
 }
 
+reference::KvQuant reference_quant(spec::KvDType t) {
+  return t == spec::KvDType::q8_0 ? reference::KvQuant::q8_0
+         : t == spec::KvDType::q4_0 ? reference::KvQuant::q4_0
+                                    : reference::KvQuant::fp8_e4m3;
+}
+
+// A quantized cache: normal values stored in the format (the reference's
+// quantizers), the kernel reading the stored rows and the reference the
+// values they hold.
+void add_quantized_kv(const SelftestCase& c, CaseInputs& in) {
+  const reference::KvQuant format = reference_quant(c.kernel.kv_dtype);
+  const bool fp8 = format == reference::KvQuant::fp8_e4m3;
+  const uint64_t rows = c.shape.batch * c.shape.heads_kv * c.shape.seq_k;
+  auto store = [&](uint32_t columns, uint64_t seed, double scale, std::vector<double>& values,
+                   std::vector<std::byte>& bytes) {
+    const std::vector<double> normal = reference::random_tensor(rows * columns, seed, reference::ElementType::float32);
+    const std::vector<uint8_t> stored = reference::quantize_rows(format, normal, rows, columns, scale);
+    values = reference::dequantize_rows(format, stored, rows, columns, scale);
+    bytes.resize(stored.size());
+    std::memcpy(bytes.data(), stored.data(), stored.size());
+  };
+  store(c.kernel.head_dim, c.seed + 1, fp8 ? kFp8KScale : 1.0, in.problem.k, in.k);
+  store(c.kernel.head_dim_v, c.seed + 2, fp8 ? kFp8VScale : 1.0, in.problem.v, in.v);
+}
+
 }  // namespace
 
 reference::ElementType reference_type(spec::DType type) {
@@ -103,11 +129,15 @@ CaseInputs make_inputs(const SelftestCase& c) {
   if (c.kernel.window) p.window = {{c.window_left, c.window_right}};
   if (c.kernel.softcap) p.softcap = c.softcap;
   p.q = reference::random_tensor(s.batch * s.heads_q * s.seq_q * d, c.seed, type);
-  p.k = reference::random_tensor(s.batch * s.heads_kv * s.seq_k * d, c.seed + 1, type);
-  p.v = reference::random_tensor(s.batch * s.heads_kv * s.seq_k * dv, c.seed + 2, type);
   in.q = session::encode_elements(p.q, c.kernel.dtype);
-  in.k = session::encode_elements(p.k, c.kernel.dtype);
-  in.v = session::encode_elements(p.v, c.kernel.dtype);
+  if (spec::kv_quantized(c.kernel.kv_dtype)) {
+    add_quantized_kv(c, in);
+  } else {
+    p.k = reference::random_tensor(s.batch * s.heads_kv * s.seq_k * d, c.seed + 1, type);
+    p.v = reference::random_tensor(s.batch * s.heads_kv * s.seq_k * dv, c.seed + 2, type);
+    in.k = session::encode_elements(p.k, c.kernel.dtype);
+    in.v = session::encode_elements(p.v, c.kernel.dtype);
+  }
   if (c.kernel.mask != spec::MaskKind::none) add_mask(c, in);
   if (c.kernel.alibi) add_alibi_slopes(c, in);
   if (c.kernel.sinks) add_sinks(c, in);

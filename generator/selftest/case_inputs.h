@@ -17,14 +17,16 @@ struct CaseInputs {
   reference::AttentionProblem problem;  // q, k, v, mask, slopes and call values, BHSD
   std::vector<double> d_out;            // backward cases: dO (B, Hq, Sq, Dv), rounded; else empty
   // Kernel encodings (the dtype's bytes; a bool mask one byte per element;
-  // ALiBi slopes and sink logits float32). Empty for what the kernel does not take.
+  // ALiBi slopes and sink logits float32; quantized k and v their stored rows). Empty for what the kernel does not take.
   std::vector<std::byte> q, k, v, mask, alibi_slopes, sinks, d_out_bytes;
 };
 
 // q, k, v (and dO) normal(0, 1); masks hide about 30% of the keys and every
 // row i with i % 7 == 3 entirely (such rows must give out 0 and lse -inf);
 // ALiBi slopes 2^(-8 (h + 1) / Hq), per batch scaled by (b + 1); sink logits
-// from -1 to 4 over the heads, the last head without a sink (-inf).
+// from -1 to 4 over the heads, the last head without a sink (-inf); quantized
+// k and v (kv_dtype) are normal values stored in the format, `problem`
+// holding the values the stored rows hold.
 CaseInputs make_inputs(const SelftestCase& c);
 
 // The reference's names for a spec dtype and causal mode.

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "plan/dispatch_info.h"
 #include "session/kernel_selection.h"
 
 namespace mfagen::selftest {
@@ -52,6 +53,7 @@ AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionS
   request.softcap = kernel.softcap;
   request.alibi = kernel.alibi;
   request.sinks = kernel.sinks;
+  request.kv_format = plan::kv_format(kernel);
   return session::query_for(request, kind, runtime_dtype(kernel.dtype), runtime_causal(kernel.causal),
                             runtime_mask(kernel.mask), need_lse);
 }

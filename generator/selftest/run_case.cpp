@@ -8,6 +8,7 @@
 #include "attention_backward_reference.h"
 #include "attention_reference.h"
 #include "gradient_tolerance.h"
+#include "quantized_kv.h"
 #include "selftest/case_inputs.h"
 #include "selftest/kernel_query.h"
 #include "session/tensor_encoding.h"
@@ -81,7 +82,11 @@ class CaseRunner {
     run_kernel(backend_, library_, kernel, call_, forward_tensors(kernel.info.lse), result_);
 
     const reference::AttentionResult expected = reference::reference_attention(in_.problem);
-    const reference::AttentionResult naive = reference::naive_attention_in_dtype(in_.problem, type_);
+    // Quantized caches: the yardstick dequantizes into the dtype.
+    reference::AttentionProblem in_dtype = in_.problem;
+    in_dtype.k = reference::rounded_to(std::move(in_dtype.k), type_);
+    in_dtype.v = reference::rounded_to(std::move(in_dtype.v), type_);
+    const reference::AttentionResult naive = reference::naive_attention_in_dtype(in_dtype, type_);
     result_.checks.push_back(
         check_of("out", reference::check_output(judged(out_), expected, naive, type_, in_.problem)));
     if (kernel.info.lse) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "plan/dispatch_info.h"
+
 namespace mfagen::selftest {
 
 std::string SelftestCase::describe_call() const {
@@ -26,7 +28,8 @@ std::array<uint64_t, 4> mask_extents(const SelftestCase& c) {
 ForwardCall forward_call(const SelftestCase& c) {
   ForwardCall call;
   call.shape = c.shape;
-  call.strides = contiguous_bhsd(c.shape, c.kernel.head_dim, c.kernel.head_dim_v);
+  call.strides = contiguous_bhsd(c.shape, c.kernel.head_dim, c.kernel.head_dim_v, plan::kv_format(c.kernel));
+  if (c.kernel.kv_dtype == spec::KvDType::fp8_e4m3) call.k_scale = kFp8KScale, call.v_scale = kFp8VScale;
   call.scale = c.scale;
   if (c.kernel.softcap) call.softcap = c.softcap;
   if (c.kernel.window) call.window_left = c.window_left, call.window_right = c.window_right;

@@ -37,8 +37,13 @@ struct SelftestCase {
   std::string describe_call() const;
 };
 
-// The call as the runtime takes it: contiguous BHSD strides and the case's
-// runtime values (mask strides for the case's mask extents).
+// fp8_e4m3 cases: the scales of the stored k and v (distinct, so that a
+// kernel that swaps them fails).
+inline constexpr double kFp8KScale = 0.0625, kFp8VScale = 0.046875;
+
+// The call as the runtime takes it: contiguous BHSD strides (k and v in
+// storage units of a quantized cache) and the case's runtime values (mask
+// strides for the case's mask extents).
 ForwardCall forward_call(const SelftestCase& c);
 
 // The mask's extents over (B, Hq, Sq, Sk): 1 where it broadcasts.

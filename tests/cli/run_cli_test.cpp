@@ -564,8 +564,8 @@ TEST_F(RunCli, QuantizedCaches) {
     p.k = reference::dequantize_rows(call.format, k_rows, rows, d, call.k_scale);
     p.v = reference::dequantize_rows(call.format, v_rows, rows, d, call.v_scale);
     reference::AttentionProblem in_half = p;  // the yardstick dequantizes into float16
-    for (std::vector<double>* t : {&in_half.k, &in_half.v})
-      for (double& x : *t) x = reference::round_to(ElementType::float16, x);
+    in_half.k = reference::rounded_to(in_half.k, ElementType::float16);
+    in_half.v = reference::rounded_to(in_half.v, ElementType::float16);
     const auto verdict = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(),
                                                  reference::reference_attention(p),
                                                  reference::naive_attention_in_dtype(in_half, ElementType::float16),

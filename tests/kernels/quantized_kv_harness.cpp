@@ -56,8 +56,8 @@ std::vector<std::byte> quantized_device_tensor(const ForwardCase& c, const std::
 
 reference::AttentionProblem with_kv_in(const reference::AttentionProblem& p, reference::ElementType type) {
   reference::AttentionProblem r = p;
-  for (std::vector<double>* t : {&r.k, &r.v})
-    for (double& x : *t) x = reference::round_to(type, x);
+  r.k = reference::rounded_to(std::move(r.k), type);
+  r.v = reference::rounded_to(std::move(r.v), type);
   return r;
 }
 
