@@ -25,7 +25,9 @@ const Library& library() {
     {"kind": ["forward", "decode", "backward"], "dtype": "float16", "head_dim": 64, "sinks": true},
     {"kind": ["forward", "backward"], "dtype": "bfloat16", "head_dim": 64, "layout": "varlen", "sinks": [false, true],
      "causal": "bottom_right"},
-    {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 128, "kv_cache": "paged", "window": true}]})"));
+    {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 128, "kv_cache": "paged", "window": true},
+    {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": ["dense", "paged"],
+     "kv_dtype": ["q8_0", "q4_0", "fp8_e4m3"]}]})"));
   return l;
 }
 
@@ -59,13 +61,15 @@ ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
   c.shape = {pick({1, 2, 5}), hkv * group, hkv, kernel.kind == KernelKind::decode ? 1 + rng() % 16 : pick({1, 7, 31, 32, 33, 100, 257}),
              pick({1, 15, 32, 33, 255, 256, 1000, 5000})};
   const uint32_t d = kernel.info.head_dim, dv = kernel.info.head_dim_v;
-  c.strides = contiguous_bhsd(c.shape, d, dv);
+  const KvFormat kv = kernel.info.kv_format;  // k and v strides count its storage units
+  const uint64_t dk_units = kv_row_units(kv, d), dv_units = kv_row_units(kv, dv);
+  c.strides = contiguous_bhsd(c.shape, d, dv, kv);
   const AttentionShape& s = c.shape;
   switch (rng() % 3) {
     case 1:  // BSHD
       c.strides.q = {s.seq_q * s.heads_q * d, d, s.heads_q * d};
-      c.strides.k = {s.seq_k * s.heads_kv * d, d, s.heads_kv * d};
-      c.strides.v = {s.seq_k * s.heads_kv * dv, dv, s.heads_kv * dv};
+      c.strides.k = {s.seq_k * s.heads_kv * dk_units, dk_units, s.heads_kv * dk_units};
+      c.strides.v = {s.seq_k * s.heads_kv * dv_units, dv_units, s.heads_kv * dv_units};
       c.strides.out = {s.seq_q * s.heads_q * dv, dv, s.heads_q * dv};
       break;
     case 2:  // padded rows
@@ -83,14 +87,15 @@ ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
   if (kernel.info.varlen) {  // packed: batch sequences of at most seq_q / seq_k rows
     c.total_q = s.batch * s.seq_q - rng() % s.seq_q;
     c.total_k = s.batch * s.seq_k - rng() % s.seq_k;
-    c.strides = packed_varlen(s, c.total_q, d, dv);
+    c.strides = packed_varlen(s, c.total_q, d, dv, kv);
   }
   if (kernel.info.paged) {  // pages of 16 or 256 keys, enough block table entries for seq_k
     c.page_size = pick({16, 256});
     c.max_pages = (s.seq_k + c.page_size - 1) / c.page_size + rng() % 3;
     c.num_pages = c.max_pages * s.batch + rng() % 5;
-    c.strides = paged_kv(s, c.page_size, d, dv);
+    c.strides = paged_kv(s, c.page_size, d, dv, kv);
   }
+  if (kv == KvFormat::fp8_e4m3) c.k_scale = 0.5 + double(rng() % 100), c.v_scale = 1.0 / double(1 + rng() % 7);
   return c;
 }
 
@@ -136,6 +141,8 @@ TEST(LaunchPlan, RejectsWhatPlanForwardRejectsWithTheSameMessage) {
       [](const KernelEntry&, ForwardCall& c) { c.scale = std::numeric_limits<double>::infinity(); },
       [](const KernelEntry& k, ForwardCall& c) { c.total_q = k.info.varlen ? 0 : 5; },
       [](const KernelEntry& k, ForwardCall& c) { c.max_pages = k.info.paged ? 0 : 3; },
+      [](const KernelEntry& k, ForwardCall& c) { c.k_scale = k.info.kv_format == KvFormat::fp8_e4m3 ? 0.0 : 2.0; },
+      [](const KernelEntry&, ForwardCall& c) { c.v_scale = std::numeric_limits<double>::quiet_NaN(); },
   };
   size_t rejected = 0;
   for (const KernelEntry& kernel : kernels)
