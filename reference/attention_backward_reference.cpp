@@ -67,11 +67,16 @@ AttentionGradients backward(const AttentionProblem& p, const std::vector<double>
           }
           if (!p.additive_mask.empty()) s = r(s + p.additive_mask[mi(b, h, i, j)]);
           const double prob = r(std::exp(r(s - lse)));
+          // Dropout: out used prob * w (w = 1/(1-p) or 0), so dV takes that
+          // weight and dP is dO.v times w; D_i = dO.out already holds it.
+          const double w = p.dropout ? r(dropout_weight(p, b, h, i, j)) : 1;
+          const double kept = p.dropout ? r(prob * w) : prob;
           double dp = 0;  // dP[i,j] = sum_d dO[i,d] v[j,d]
           for (uint64_t d = 0; d < Dv; ++d) {
             dp = r(dp + r(d_out[qi(b, h, i) * Dv + d] * p.v[ki(b, hk, j) * Dv + d]));
-            g.dv[ki(b, hk, j) * Dv + d] = r(g.dv[ki(b, hk, j) * Dv + d] + r(prob * d_out[qi(b, h, i) * Dv + d]));
+            g.dv[ki(b, hk, j) * Dv + d] = r(g.dv[ki(b, hk, j) * Dv + d] + r(kept * d_out[qi(b, h, i) * Dv + d]));
           }
+          if (p.dropout) dp = r(dp * w);
           const double dz = r(r(prob * r(dp - d_row)) * slope_of_cap);
           for (uint64_t d = 0; d < D; ++d) {
             g.dq[qi(b, h, i) * D + d] = r(g.dq[qi(b, h, i) * D + d] + r(r(scale * dz) * p.k[ki(b, hk, j) * D + d]));

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "dropout.h"
+
 namespace mfagen::reference {
 
 enum class CausalMode { none, top_left, bottom_right };
@@ -30,6 +32,10 @@ struct AttentionProblem {
   // or -inf), each one more softmax column of every row of its head, never
   // scaled, masked or given a value.
   std::vector<double> sinks;
+  // Dropout (DESIGN.md section 13): each (b, h, i, j) weight of P.V is kept
+  // with probability 1 - p and scaled by 1 / (1 - p), as Philox decides
+  // (dropout.h); lse is of the softmax before dropout.
+  std::optional<DropoutOptions> dropout;
 
   // (B,Hq,Sq,D), (B,Hkv,Sk,D), (B,Hkv,Sk,Dv), already rounded to the input dtype.
   std::vector<double> q, k, v;

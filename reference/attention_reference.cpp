@@ -89,6 +89,7 @@ void validate(const AttentionProblem& p) {
   require(p.sinks.empty() || p.sinks.size() == p.heads_q,
           "sinks needs heads_q values, has " + std::to_string(p.sinks.size()));
   for (double x : p.sinks) require(std::isfinite(x) || x == -kInfinity, "sinks holds NaN or +inf");
+  require(!p.dropout || (p.dropout->p >= 0 && p.dropout->p < 1), "dropout p must be in [0, 1)");
   if (has_mask(p)) {
     const std::array<uint64_t, 4> full = {p.batch, p.heads_q, p.seq_q, p.seq_k};
     for (int dim = 0; dim < 4; ++dim) {
@@ -113,6 +114,11 @@ double effective_scale(const AttentionProblem& p) {
 int64_t query_offset(const AttentionProblem& p) {
   if (p.causal == CausalMode::top_left) return 0;
   return static_cast<int64_t>(p.seq_k) - static_cast<int64_t>(p.seq_q);
+}
+
+double dropout_weight(const AttentionProblem& p, uint64_t b, uint64_t h, uint64_t i, uint64_t j) {
+  if (!p.dropout) return 1;
+  return dropout_keeps(*p.dropout, p.heads_q, b, h, i, j) ? 1 / (1 - p.dropout->p) : 0;
 }
 
 bool key_visible(const AttentionProblem& p, uint64_t b, uint64_t h, uint64_t i, uint64_t j) {
@@ -175,7 +181,7 @@ AttentionResult reference_attention(const AttentionProblem& p) {
         }
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (!visible[j]) continue;
-          double probability = std::exp(s[j] - max) / sum;
+          double probability = std::exp(s[j] - max) / sum * dropout_weight(p, b, h, i, j);
           for (uint64_t d = 0; d < p.head_dim_v; ++d) {
             result.out[out_index(p, b, h, i, d)] += probability * p.v[v_index(p, b, hk, j, d)];
           }
@@ -254,6 +260,7 @@ AttentionResult naive_attention_in_dtype(const AttentionProblem& p, ElementType 
         for (uint64_t j = 0; j < p.seq_k; ++j) {
           if (!visible[j]) continue;
           double probability = r(e[j] / sum);
+          if (p.dropout) probability = r(probability * r(dropout_weight(p, b, h, i, j)));
           for (uint64_t d = 0; d < p.head_dim_v; ++d) {
             double& o = result.out[out_index(p, b, h, i, d)];
             o = r(o + r(probability * p.v[v_index(p, b, hk, j, d)]));

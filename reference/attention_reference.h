@@ -28,6 +28,10 @@ int64_t query_offset(const AttentionProblem& problem);
 // rule (causal, window, bool mask, additive mask != -inf) holds.
 bool key_visible(const AttentionProblem& problem, uint64_t b, uint64_t h, uint64_t i, uint64_t j);
 
+// The factor dropout puts on weight (b, h, i, j) of P.V: 1 / (1 - p) if kept,
+// 0 if dropped; 1 without dropout.
+double dropout_weight(const AttentionProblem& problem, uint64_t b, uint64_t h, uint64_t i, uint64_t j);
+
 // Attention in float64, exactly per the contract.
 AttentionResult reference_attention(const AttentionProblem& problem);
 

@@ -218,6 +218,14 @@ TEST(BackwardReference, LargeLogitsSoftcap) {
   expect_matches_finite_differences(p, 5, 3);
 }
 
+// Dropout: the mask is a function of the element only, so the forward stays
+// differentiable in q, k, v and the gradients follow the dropped weights.
+TEST(BackwardReference, DropoutMatchesFiniteDifferences) {
+  AttentionProblem p = base(5, 6, CausalMode::bottom_right);
+  p.dropout = DropoutOptions{0.35, 0xfeedbeef12345ull, 3};
+  expect_matches_finite_differences(p);
+}
+
 TEST(BackwardReference, HiddenRowsHaveZeroGradient) {
   AttentionProblem p = base(4, 2, CausalMode::bottom_right);  // rows 0 and 1 see no key
   fill(p);
