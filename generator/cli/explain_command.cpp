@@ -70,6 +70,7 @@ std::string spec_text(const spec::KernelSpec& s) {
   if (s.sinks) text += ", sinks";
   if (s.layout == spec::Layout::varlen) text += ", layout varlen";
   if (s.kv_cache == spec::KvCache::paged) text += ", kv_cache paged";
+  if (s.dropout) text += ", dropout (Philox4x32-10 per weight)";
   if (spec::kv_quantized(s.kv_dtype))
     text += fmt::format(", kv_dtype {} (k and v dequantized while staged)", spec::to_string(s.kv_dtype));
   return text;

@@ -50,7 +50,9 @@ namespace {
 struct RunArgs {
   std::string spec;
   std::string q, k, v, mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, block_table, cache_seqlens, d_out;
-  std::optional<double> scale, softcap, k_scale, v_scale;
+  std::optional<double> scale, softcap, k_scale, v_scale, dropout;
+  uint64_t seed = 0;
+  uint32_t offset = 0;
   std::optional<std::string> kv_dtype;
   std::optional<int64_t> window_left, window_right;
   std::string dtype, causal;
@@ -94,6 +96,10 @@ int run(const RunArgs& args) {
   const std::unique_ptr<Backend> backend = make_backend(args.backend, !args.no_detectors);
   if (args.scale && !(std::isfinite(*args.scale) && *args.scale > 0))
     throw UserError(fmt::format("--scale {}: expected a finite number > 0", *args.scale));
+  if (args.dropout && !(*args.dropout >= 0 && *args.dropout < 1))
+    throw UserError(fmt::format("--dropout {}: expected a probability in [0, 1)", *args.dropout));
+  if (!args.dropout && (args.seed != 0 || args.offset != 0))
+    throw UserError("--seed and --offset key the dropout mask: they need --dropout");
 
   // On disk, as an app vendors them: the Metal backend reads the kernel files.
   const io::TempDirectory kernels("mfagen-run-");
@@ -154,6 +160,7 @@ int run(const RunArgs& args) {
   request.varlen = packed;
   request.paged = paged;
   request.kv_format = kv_format.value_or(KvFormat::elements);
+  request.dropout = args.dropout.has_value();
   request.has_mask = !args.mask.empty();
   request.alibi = !args.alibi_slopes.empty();
   request.softcap = args.softcap.has_value();
@@ -176,6 +183,11 @@ int run(const RunArgs& args) {
   if (fp8) {
     call.k_scale = args.k_scale.value_or(1);
     call.v_scale = args.v_scale.value_or(1);
+  }
+  if (args.dropout) {
+    call.dropout_p = *args.dropout;
+    call.dropout_seed = args.seed;
+    call.dropout_offset = args.offset;
   }
   std::vector<std::byte> mask_bytes, slope_bytes;
   if (plan.spec.mask != spec::MaskKind::none) {
@@ -324,6 +336,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "uint8 (|u1), the last axis a row's bytes (q8_0: 34 per 32 values, q4_0: 18 per 32, fp8: 1 per value),\n"
       "the other axes those of the layout; the format is the set's, or --kv-dtype; fp8 caches take\n"
       "--k-scale and --v-scale (default 1).\n"
+      "Dropout (a spec with dropout): --dropout P with --seed S and --offset O; the backward (--do)\n"
+      "regenerates the forward's mask.\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
@@ -345,6 +359,9 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       ->type_name("FORMAT");
   run_app->add_option("--k-scale", args->k_scale, "fp8_e4m3 caches: the scale of every stored k value")->type_name("X");
   run_app->add_option("--v-scale", args->v_scale, "fp8_e4m3 caches: the scale of every stored v value")->type_name("X");
+  run_app->add_option("--dropout", args->dropout, "dropout probability in [0, 1) (spec dropout)")->type_name("P");
+  run_app->add_option("--seed", args->seed, "dropout: the Philox key (64 bits)")->type_name("S");
+  run_app->add_option("--offset", args->offset, "dropout: the Philox counter's last word (32 bits)")->type_name("O");
   run_app->add_option("--scale", args->scale, "softmax scale (default 1/sqrt(D))")->type_name("X");
   run_app->add_option("--softcap", args->softcap, "logit soft-capping value")->type_name("X");
   run_app->add_option("--window-left", args->window_left, "sliding window: keys before the diagonal (-1: all)")->type_name("N");

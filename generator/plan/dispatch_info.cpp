@@ -47,6 +47,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.varlen = p.spec.layout == spec::Layout::varlen;
   info.paged = p.spec.kv_cache == spec::KvCache::paged;
   info.kv_format = kv_format(p.spec);
+  info.dropout = p.spec.dropout;
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;

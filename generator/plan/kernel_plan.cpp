@@ -64,6 +64,14 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
            "paged caches take dense (B, Hq, Sq, D) queries in this version (each sequence's keys come from its "
            "block table row and cache length): use layout dense with kv_cache paged");
   refuse_unsupported_kv_dtype(s);
+  if (s.dropout && (s.kind == spec::Kind::decode || s.kv_cache == spec::KvCache::paged || spec::kv_quantized(s.kv_dtype)))
+    refuse(s, "dropout",
+           "dropout is a training feature (kind forward or backward on dense k and v); decode, paged and quantized "
+           "caches serve inference: leave dropout out");
+  if (s.dropout && s.layout == spec::Layout::varlen)
+    refuse(s, "dropout",
+           "dropout with packed sequences is not supported in this version (the mask's counter is per dense "
+           "batch entry): use layout dense");
 }
 
 // The widest pass over D (multiple of 8) whose K/V tile fits in threadgroup
@@ -163,6 +171,7 @@ uint32_t params_bytes(const spec::KernelSpec& s) {
   if (s.kv_cache == spec::KvCache::paged) bytes += 4 * 3;   // page_size, max_pages, num_pages
   if (s.layout == spec::Layout::varlen) bytes += 4 * 2;     // total_q, total_k
   if (s.kv_dtype == spec::KvDType::fp8_e4m3) bytes += 4 * 2;  // k_scale, v_scale
+  if (s.dropout) bytes += 4 * 5;  // threshold, scale, seed (2 words), offset
   if (s.kind == spec::Kind::decode) bytes += 4 * 3;         // splits, split_keys, row_blocks
   return round_up(bytes, 8);
 }
@@ -210,8 +219,10 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.fragment_floats = 2 * p.row_tiles * (p.d_tiles + p.dv_tiles + p.block_k / 8);
   if (backward) {
     const uint32_t key_row_tiles = p.block_k / (8 * p.simdgroups);
-    const uint32_t dq = 2 * p.row_tiles * (2 * p.d_tiles + p.dv_tiles + 3 * p.block_k / 8);
-    const uint32_t dkdv = 2 * key_row_tiles * (2 * p.d_tiles + 2 * p.dv_tiles + 3 * p.block_q / 8);
+    // Dropout keeps each weight's factor (dQ, dK/dV) and the dropped P (dK/dV) in fragments too.
+    const uint32_t dropout = s.dropout ? 1 : 0;
+    const uint32_t dq = 2 * p.row_tiles * (2 * p.d_tiles + p.dv_tiles + (3 + dropout) * p.block_k / 8);
+    const uint32_t dkdv = 2 * key_row_tiles * (2 * p.d_tiles + 2 * p.dv_tiles + (3 + 2 * dropout) * p.block_q / 8);
     p.fragment_floats = std::max(dq, dkdv);
   }
   const uint32_t limit = backward ? kMaxBackwardFragmentFloatsPerThread : kMaxFragmentFloatsPerThread;

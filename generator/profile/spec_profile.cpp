@@ -50,6 +50,7 @@ session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call
   r.varlen = p.spec.layout == spec::Layout::varlen;
   r.paged = p.spec.kv_cache == spec::KvCache::paged;
   r.kv_format = plan::kv_format(p.spec);
+  r.dropout = p.spec.dropout;
   r.softcap = p.spec.softcap;
   r.window = p.spec.window;
   r.backward = p.spec.kind == spec::Kind::backward;

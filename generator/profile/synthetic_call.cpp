@@ -61,6 +61,7 @@ ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& sha
   call.strides = contiguous_bhsd(attention, p.spec.head_dim, p.spec.head_dim_v, kv);
   if (p.spec.softcap) call.softcap = 30;
   if (p.spec.window) call.window_left = shape.window_left, call.window_right = shape.window_right;
+  if (p.spec.dropout) call.dropout_p = 0.1, call.dropout_seed = 20261125;  // a common training rate
   if (p.spec.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
   if (p.spec.layout == spec::Layout::varlen) {  // batch sequences of seq_q and seq_k rows, packed
     call.total_q = shape.batch * shape.seq_q;

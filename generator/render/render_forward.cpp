@@ -121,6 +121,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"kv_q8_0", s.kv_dtype == spec::KvDType::q8_0},
       {"kv_q4_0", s.kv_dtype == spec::KvDType::q4_0},
       {"kv_fp8", s.kv_dtype == spec::KvDType::fp8_e4m3},
+      {"dropout", s.dropout},
       // fp8 codes are decoded at 2^-8 of their value (see the template).
       {"k_unit", s.kv_dtype == spec::KvDType::fp8_e4m3 ? "params.k_scale * 256.0f" : "1.0f"},
       {"v_unit", s.kv_dtype == spec::KvDType::fp8_e4m3 ? "params.v_scale * 256.0f" : "1.0f"},

@@ -54,6 +54,7 @@ AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionS
   request.alibi = kernel.alibi;
   request.sinks = kernel.sinks;
   request.kv_format = plan::kv_format(kernel);
+  request.dropout = kernel.dropout;
   return session::query_for(request, kind, runtime_dtype(kernel.dtype), runtime_causal(kernel.causal),
                             runtime_mask(kernel.mask), need_lse);
 }

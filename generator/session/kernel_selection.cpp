@@ -11,13 +11,14 @@ namespace {
 
 std::string describe_kernel(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
-  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{}{})", k.name,
+  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{}{}{})", k.name,
                      to_string(k.kind), to_string(k.dtype), i.head_dim, i.head_dim_v, to_string(k.causal), i.gqa,
                      i.mask == MaskInput::none ? "none" : i.mask == MaskInput::boolean ? "bool" : "additive",
                      i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "",
                      i.sinks ? ", sinks" : "", i.varlen ? ", varlen" : "",
                      i.paged ? ", paged" : "",
-                     i.kv_format != KvFormat::elements ? fmt::format(", kv_dtype {}", to_string(i.kv_format)) : "");
+                     i.kv_format != KvFormat::elements ? fmt::format(", kv_dtype {}", to_string(i.kv_format)) : "",
+                     i.dropout ? ", dropout" : "");
 }
 
 }  // namespace
@@ -35,6 +36,7 @@ std::string CallRequest::describe() const {
   if (varlen) d += fmt::format(", {} packed sequences", batch);
   if (paged) d += ", a paged KV cache";
   if (kv_format != KvFormat::elements) d += fmt::format(", {} k and v", to_string(kv_format));
+  if (dropout) d += ", dropout";
   if (backward) d += ", dO (backward)";
   return d;
 }
@@ -55,6 +57,7 @@ AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtyp
   q.varlen = r.varlen;
   q.paged = r.paged;
   q.kv_format = r.kv_format;
+  q.dropout = r.dropout;
   q.need_lse = need_lse;
   q.shape = {r.batch, r.heads_q, r.heads_kv, r.seq_q, r.seq_k};
   return q;

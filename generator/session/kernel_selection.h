@@ -21,6 +21,7 @@ struct CallRequest {
   bool varlen = false;  // packed sequences: seq_q, seq_k are the longest
   bool paged = false;   // a paged KV cache: seq_k is the longest cache length
   KvFormat kv_format = KvFormat::elements;  // quantized k and v
+  bool dropout = false;                     // --dropout given
   std::optional<spec::DType> dtype;
   std::optional<spec::Causal> causal;
   std::string describe() const;

@@ -43,6 +43,7 @@ std::string derived_name(const KernelSpec& s) {
   if (s.layout == Layout::varlen) n += "_varlen";
   if (s.kv_cache == KvCache::paged) n += "_paged";
   if (s.kv_dtype != KvDType::as_dtype) n += fmt::format("_kv_{}", to_string(s.kv_dtype));
+  if (s.dropout) n += "_dropout";
   if (!s.lse) n += "_nolse";
   if (s.tiles) n += fmt::format("_q{}k{}s{}", s.tiles->block_q, s.tiles->block_k, s.tiles->simdgroups);
   if (s.target != Target::apple9) n += fmt::format("_{}", to_string(s.target));
@@ -67,6 +68,7 @@ std::string canonical_json(const KernelSpec& s) {
   if (s.layout != Layout::dense) j["layout"] = to_string(s.layout);
   if (s.kv_cache != KvCache::dense) j["kv_cache"] = to_string(s.kv_cache);
   if (s.kv_dtype != KvDType::as_dtype) j["kv_dtype"] = to_string(s.kv_dtype);
+  if (s.dropout) j["dropout"] = true;
   j["lse"] = s.lse;
   j["accumulate"] = "float32";
   if (s.tiles) {

@@ -11,7 +11,7 @@
 namespace mfagen::spec {
 
 // attn_{fwd|decode|bwd}_{f16|bf16|f32}_d{D}[_dv{Dv}][_causal_tl|_causal_br]
-// [_gqa][_mask_bool|_mask_add][_window][_softcap][_alibi][_sinks][_varlen][_paged][_kv_{kv_dtype}][_nolse]
+// [_gqa][_mask_bool|_mask_add][_window][_softcap][_alibi][_sinks][_varlen][_paged][_kv_{kv_dtype}][_dropout][_nolse]
 // [_q{bq}k{bk}s{sg}][_apple7|_apple8|_apple10], each optional part present
 // when it differs from the default (gqa: when true; target: when not apple9),
 // e.g. "attn_fwd_f16_d128_causal_br_gqa". Distinct specs get distinct names.

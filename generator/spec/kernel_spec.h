@@ -90,6 +90,7 @@ struct KernelSpec {
   Layout layout = Layout::dense;
   KvCache kv_cache = KvCache::dense;
   KvDType kv_dtype = KvDType::as_dtype;
+  bool dropout = false;  // Philox dropout of P.V weights, runtime p, seed and offset (DESIGN.md section 13)
   bool lse = true;
   // "accumulate" is always float32 (the only accepted value); not stored.
   std::optional<Tiles> tiles;  // absent: the planner's table decides

@@ -98,7 +98,7 @@ Setter tiles(const Json& value, const Where& at) {
   return [t](KernelSpec& s) { s.tiles = t; };
 }
 
-constexpr std::array<FieldRule, 18> kListFields{{
+constexpr std::array<FieldRule, 19> kListFields{{
     {"kind", false, enum_field<&KernelSpec::kind, kAllKinds>},
     {"dtype", true, enum_field<&KernelSpec::dtype, kAllDTypes>},
     {"head_dim", true, head_dim},
@@ -113,15 +113,16 @@ constexpr std::array<FieldRule, 18> kListFields{{
     {"layout", false, enum_field<&KernelSpec::layout, kAllLayouts>},
     {"kv_cache", false, enum_field<&KernelSpec::kv_cache, kAllKvCaches>},
     {"kv_dtype", false, kv_dtype},
+    {"dropout", false, bool_field<&KernelSpec::dropout>},
     {"lse", false, bool_field<&KernelSpec::lse>},
     {"accumulate", false, accumulate},
     {"tiles", false, tiles},
     {"target", false, enum_field<&KernelSpec::target, kAllTargets>},
 }};
 
-constexpr std::array<std::string_view, 20> kKernelFieldNames{
+constexpr std::array<std::string_view, 21> kKernelFieldNames{
     "kind", "dtype", "head_dim", "head_dim_v", "causal", "gqa", "mask", "window",
-    "softcap", "alibi", "sinks", "layout", "kv_cache", "kv_dtype", "lse", "accumulate", "tiles", "target", "name", "comment"};
+    "softcap", "alibi", "sinks", "layout", "kv_cache", "kv_dtype", "dropout", "lse", "accumulate", "tiles", "target", "name", "comment"};
 
 }  // namespace
 

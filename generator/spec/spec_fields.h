@@ -25,7 +25,7 @@ struct FieldRule {
 
 // The fields that may be lists, in the table order of DESIGN.md section 2:
 // kind, dtype, head_dim, head_dim_v, causal, gqa, mask, window, softcap,
-// alibi, sinks, layout, kv_cache, kv_dtype, lse, accumulate, tiles, target. Expansion follows this order.
+// alibi, sinks, layout, kv_cache, kv_dtype, dropout, lse, accumulate, tiles, target. Expansion follows this order.
 std::span<const FieldRule> list_fields();
 
 // Every field a kernel object accepts: list_fields(), then "name" and

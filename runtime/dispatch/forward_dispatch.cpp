@@ -91,6 +91,10 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
               ? "kernel " + kernel.entry + " reads fp8 k and v: k_scale and v_scale must be finite, nonzero float32 "
                 "values"
               : "kernel " + kernel.entry + " takes no k_scale or v_scale (only fp8_e4m3 caches do): leave them at 1");
+  require(dropout_valid(kernel.dropout, call),
+          kernel.dropout ? "kernel " + kernel.entry + " applies dropout: dropout_p must be in [0, 1)"
+                         : "kernel " + kernel.entry + " was generated without dropout (spec dropout=false): "
+                           "dropout_p, dropout_seed and dropout_offset must stay 0");
   if (kernel.varlen)
     require(call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq && call.total_k <= kMaxSeq,
             "kernel " + kernel.entry + " takes packed sequences (layout varlen): total_q and total_k, the rows of "
@@ -282,6 +286,9 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
   if (kernel.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
   if (kernel.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
+  if (kernel.dropout)
+    w.put(dropout_threshold(call.dropout_p)).put(dropout_scale(call.dropout_p)).put(uint32_t(call.dropout_seed))
+        .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
   if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
   plan.params = w.finish(8);

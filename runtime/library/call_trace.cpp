@@ -53,7 +53,7 @@ bool read_state_once() {
 struct Facts {
   static constexpr uint32_t kKind = 0, kDtype = 2, kCausal = 4, kMask = 6, kWindow = 8, kSoftcap = 9, kAlibi = 10,
                             kGqa = 11, kLse = 12, kMiss = 13, kReason = 14, kCutName = 18, kSinks = 19, kVarlen = 20, kPaged = 21,
-                            kKvFormat = 22;
+                            kKvFormat = 22, kDropout = 24;
   static uint32_t bits(uint32_t value, uint32_t shift) { return value << shift; }
   static uint32_t field(uint32_t facts, uint32_t shift, uint32_t width) { return facts >> shift & ((1u << width) - 1); }
 };
@@ -77,11 +77,11 @@ struct Key {
 };
 
 uint32_t pack_facts(KernelKind kind, ElementType dtype, CausalMode causal, MaskInput mask, bool window, bool softcap,
-                    bool alibi, bool sinks, bool varlen, bool paged, KvFormat kv, bool gqa, bool lse) {
+                    bool alibi, bool sinks, bool varlen, bool paged, KvFormat kv, bool dropout, bool gqa, bool lse) {
   using F = Facts;
   return F::bits(uint32_t(kind), F::kKind) | F::bits(uint32_t(dtype), F::kDtype) |
          F::bits(uint32_t(causal), F::kCausal) | F::bits(uint32_t(mask), F::kMask) | F::bits(window, F::kWindow) |
-         F::bits(softcap, F::kSoftcap) | F::bits(alibi, F::kAlibi) | F::bits(sinks, F::kSinks) | F::bits(varlen, F::kVarlen) | F::bits(paged, F::kPaged) | F::bits(uint32_t(kv), F::kKvFormat) |
+         F::bits(softcap, F::kSoftcap) | F::bits(alibi, F::kAlibi) | F::bits(sinks, F::kSinks) | F::bits(varlen, F::kVarlen) | F::bits(paged, F::kPaged) | F::bits(uint32_t(kv), F::kKvFormat) | F::bits(dropout, F::kDropout) |
          F::bits(gqa, F::kGqa) | F::bits(lse, F::kLse);
 }
 
@@ -96,7 +96,7 @@ Key call_key(const KernelEntry& kernel, const AttentionShape& shape, std::string
   const ForwardKernelInfo& i = kernel.info;
   Key key;
   set_shape(key, i.head_dim, i.head_dim_v, shape);
-  key.facts = pack_facts(kernel.kind, kernel.dtype, kernel.causal, i.mask, i.window, i.softcap, i.alibi, i.sinks, i.varlen, i.paged, i.kv_format,
+  key.facts = pack_facts(kernel.kind, kernel.dtype, kernel.causal, i.mask, i.window, i.softcap, i.alibi, i.sinks, i.varlen, i.paged, i.kv_format, i.dropout,
                          shape.heads_q != shape.heads_kv, i.lse);
   key.name_size = uint8_t(std::min(kernel.name.size(), key.name.size()));
   std::memcpy(key.name.data(), kernel.name.data(), key.name_size);
@@ -109,7 +109,7 @@ Key call_key(const KernelEntry& kernel, const AttentionShape& shape, std::string
 Key miss_key(const AttentionQuery& q, MissReason reason) {
   Key key;
   set_shape(key, q.head_dim, q.head_dim_v, q.shape);
-  key.facts = pack_facts(q.kind, q.dtype, q.causal, q.mask, q.window, q.softcap, q.alibi, q.sinks, q.varlen, q.paged, q.kv_format,
+  key.facts = pack_facts(q.kind, q.dtype, q.causal, q.mask, q.window, q.softcap, q.alibi, q.sinks, q.varlen, q.paged, q.kv_format, q.dropout,
                          q.shape.heads_q != q.shape.heads_kv, q.need_lse) |
               Facts::bits(1, Facts::kMiss) | Facts::bits(uint32_t(reason), Facts::kReason);
   return key;
@@ -204,6 +204,7 @@ CallCount to_count(const Key& key, uint64_t calls) {
   c.varlen = Facts::field(f, Facts::kVarlen, 1);
   c.paged = Facts::field(f, Facts::kPaged, 1);
   c.kv_format = KvFormat(Facts::field(f, Facts::kKvFormat, 2));
+  c.dropout = Facts::field(f, Facts::kDropout, 1);
   c.gqa = Facts::field(f, Facts::kGqa, 1);
   c.lse = Facts::field(f, Facts::kLse, 1);
   c.miss = Facts::field(f, Facts::kMiss, 1);
@@ -221,7 +222,7 @@ CallCount to_count(const Key& key, uint64_t calls) {
 
 auto key_of(const CallCount& c) {
   return std::tie(c.miss, c.kernel, c.backend, c.reason, c.kind, c.dtype, c.head_dim, c.head_dim_v, c.seq_q, c.seq_k,
-                  c.causal, c.mask, c.window, c.softcap, c.alibi, c.sinks, c.varlen, c.paged, c.kv_format, c.gqa, c.lse);
+                  c.causal, c.mask, c.window, c.softcap, c.alibi, c.sinks, c.varlen, c.paged, c.kv_format, c.dropout, c.gqa, c.lse);
 }
 
 // Sums the counts of equal keys and drops keys without calls (after a reset).

@@ -42,6 +42,7 @@ std::string features(const CallCount& c) {
   if (c.varlen) add("varlen");
   if (c.paged) add("paged");
   if (c.kv_format != KvFormat::elements) add(std::string("kv:") + to_string(c.kv_format));
+  if (c.dropout) add("dropout");
   if (c.gqa) add("gqa");
   if (c.lse) add("lse");
   return f.empty() ? "-" : f;

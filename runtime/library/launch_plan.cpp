@@ -65,6 +65,7 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
                                   call.total_k <= kMaxSeq
                             : call.total_q == 0 && call.total_k == 0);
   ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
+  ok = ok && dropout_valid(kernel.dropout, call);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
   return ok;
 }
@@ -224,6 +225,9 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   if (info.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
   if (info.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
   if (info.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
+  if (info.dropout)
+    w.put(dropout_threshold(call.dropout_p)).put(dropout_scale(call.dropout_p)).put(uint32_t(call.dropout_seed))
+        .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
   if (info.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (info.decode) w.put(splits).put(split_keys).put(row_blocks);
   w.finish(8);

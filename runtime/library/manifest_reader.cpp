@@ -197,6 +197,8 @@ KernelEntry parse_kernel(const Field& k) {
     if (blocks && (info.head_dim % 32 != 0 || info.head_dim_v % 32 != 0))
       spec.at("kv_dtype").fail("fp8_e4m3 (q8_0 and q4_0 need head dims that are multiples of 32)");
   }
+  info.dropout = spec.has("dropout") && spec.at("dropout").boolean();
+  if (info.dropout && e.kind == KernelKind::decode) spec.at("dropout").fail("false (decode kernels serve inference)");
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");

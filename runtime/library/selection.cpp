@@ -24,30 +24,30 @@ int preference(const KernelEntry& k) {
   return score;
 }
 
-// The facts that must match exactly, packed into 55 bits; kNoKey for values
+// The facts that must match exactly, packed into 56 bits; kNoKey for values
 // no kernel can have (head dims of 2^20 and more).
 constexpr uint64_t kNoKey = ~uint64_t(0);
 inline uint64_t exact_key(bool backward, ElementType dtype, uint64_t d, uint64_t dv, CausalMode causal, MaskInput mask,
                           bool window, bool softcap, bool alibi, bool sinks, bool varlen,
-                          bool paged, KvFormat kv) {
+                          bool paged, KvFormat kv, bool dropout) {
   if (d >= (uint64_t(1) << 20) || dv >= (uint64_t(1) << 20)) return kNoKey;
   return uint64_t(backward) | (uint64_t(dtype) & 3) << 1 | (uint64_t(causal) & 3) << 3 | (uint64_t(mask) & 3) << 5 |
          uint64_t(window) << 7 | uint64_t(softcap) << 8 | uint64_t(alibi) << 9 | d << 10 | dv << 30 | uint64_t(sinks) << 50 | uint64_t(varlen) << 51 |
-         uint64_t(paged) << 52 | (uint64_t(kv) & 3) << 53;
+         uint64_t(paged) << 52 | (uint64_t(kv) & 3) << 53 | uint64_t(dropout) << 55;
 }
 uint64_t exact_key(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
   return exact_key(k.kind == KernelKind::backward, k.dtype, i.head_dim, i.head_dim_v, k.causal, i.mask, i.window,
-                   i.softcap, i.alibi, i.sinks, i.varlen, i.paged, i.kv_format);
+                   i.softcap, i.alibi, i.sinks, i.varlen, i.paged, i.kv_format, i.dropout);
 }
 inline uint64_t exact_key(const AttentionQuery& q) {  // find()'s hot path
   return exact_key(q.kind == KernelKind::backward, q.dtype, q.head_dim, q.head_dim_v, q.causal, q.mask, q.window,
-                   q.softcap, q.alibi, q.sinks, q.varlen, q.paged, q.kv_format);
+                   q.softcap, q.alibi, q.sinks, q.varlen, q.paged, q.kv_format, q.dropout);
 }
 uint64_t slot_hash(uint64_t key, uint32_t shift) { return (key * 0x9E3779B97F4A7C15ull) >> shift; }
 
 // Partial keys for miss reasons: an exact key with the facts after a point
-// of the rule masked off, tagged above the key's 55 bits so partial keys of
+// of the rule masked off, tagged above the key's 56 bits so partial keys of
 // different depths never compare equal.
 struct PartialKey {
   uint64_t facts, tag;
@@ -63,7 +63,7 @@ int distance(const KernelEntry& k, const AttentionQuery& q) {
   const ForwardKernelInfo& i = k.info;
   return (k.dtype != q.dtype) + 2 * (i.head_dim != q.head_dim) + 2 * (i.head_dim_v != q.head_dim_v) +
          (k.causal != q.causal) + (i.mask != q.mask) + (i.window != q.window) + (i.softcap != q.softcap) +
-         (i.alibi != q.alibi) + (i.sinks != q.sinks) + (i.varlen != q.varlen) + (i.paged != q.paged) + (i.kv_format != q.kv_format) +
+         (i.alibi != q.alibi) + (i.sinks != q.sinks) + (i.varlen != q.varlen) + (i.paged != q.paged) + (i.kv_format != q.kv_format) + (i.dropout != q.dropout) +
          (!i.gqa && q.shape.heads_q != q.shape.heads_kv) + (!i.lse && q.need_lse) +
          2 * ((k.kind == KernelKind::backward) != (q.kind == KernelKind::backward));
 }
@@ -82,6 +82,7 @@ std::string describe(const KernelEntry& k) {
   if (i.varlen) d += ", varlen";
   if (i.paged) d += ", paged";
   if (i.kv_format != KvFormat::elements) d += std::string(", kv ") + std::string(to_string(i.kv_format));
+  if (i.dropout) d += ", dropout";
   if (!i.lse) d += ", no lse";
   return d + ")";
 }
@@ -99,6 +100,7 @@ std::string describe(const AttentionQuery& q) {
   if (q.varlen) d += ", varlen";
   if (q.paged) d += ", paged";
   if (q.kv_format != KvFormat::elements) d += std::string(", kv ") + std::string(to_string(q.kv_format));
+  if (q.dropout) d += ", dropout";
   if (q.need_lse) d += ", lse";
   return d;
 }
@@ -227,7 +229,7 @@ std::string_view to_string(MissReason r) {
     case MissReason::only_backward_kernels: return "only backward kernels for this dtype, D and Dv";
     case MissReason::causal_mode: return "no kernel with this causal mode";
     case MissReason::features:
-      return "no kernel with this mask, window, softcap, alibi, sinks, layout, kv cache and kv dtype";
+      return "no kernel with this mask, window, softcap, alibi, sinks, layout, kv cache, kv dtype and dropout";
     case MissReason::decode_only: return "only decode kernels, and seq_q > 16";
     case MissReason::needs_gqa: return "only kernels without gqa, and heads_q != heads_kv";
     case MissReason::needs_lse: return "only kernels without lse, and the call needs lse";

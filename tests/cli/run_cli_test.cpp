@@ -286,6 +286,58 @@ TEST_F(RunCli, BackwardWritesGradients) {
 // Attention sinks (DESIGN.md section 13): --sinks gives one logit per q head;
 // the forward's out and lse and the backward's gradients, d_sinks included,
 // match the float64 reference; sink inputs that do not fit are clear errors.
+// Dropout (spec dropout): --dropout, --seed and --offset give the mask the
+// float64 reference draws with the same Philox counter; the backward
+// regenerates it; bad probabilities and a seed without --dropout are errors.
+TEST_F(RunCli, DropoutForwardAndBackward) {
+  std::ofstream(dir_ / "dropout.json") << R"({"kind": ["forward", "backward"], "dtype": "float32", "head_dim": 16,
+                                             "dropout": true})";
+  const std::string dropout_spec = (dir_ / "dropout.json").string();
+  auto p = problem_of(1, 4, 2, 9, 14, 16, 16, reference::CausalMode::none);
+  const std::string q = tensor("q.npy", {1, 4, 9, 16}, 61, ElementType::float32, &p.q);
+  const std::string k = tensor("k.npy", {1, 2, 14, 16}, 62, ElementType::float32, &p.k);
+  const std::string v = tensor("v.npy", {1, 2, 14, 16}, 63, ElementType::float32, &p.v);
+  std::vector<double> d_out;
+  const std::string d = tensor("do.npy", {1, 4, 9, 16}, 64, ElementType::float32, &d_out);
+  p.dropout = reference::DropoutOptions{0.25, 1234567890123ull, 5};
+  const std::vector<std::string> options = {"--dropout", "0.25", "--seed", "1234567890123", "--offset", "5"};
+  std::vector<std::string> args = {"run", dropout_spec, "--q", q, "--k", k, "--v", v, "--do", d, "--out-dir", out_dir()};
+  args.insert(args.end(), options.begin(), options.end());
+  const auto r = mfagen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto expected = reference::reference_attention(p);
+  const auto out = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
+                                           reference::naive_attention_in_dtype(p, ElementType::float32),
+                                           ElementType::float32, p);
+  EXPECT_TRUE(out.ok) << out.detail;
+  const auto want = reference::reference_attention_backward(p, d_out);
+  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
+  const auto dv = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dv.npy").values<float>(), want.dv,
+                                            naive.dv, ElementType::float32, "dv", {1, 2, 14, 16});
+  EXPECT_TRUE(dv.ok) << dv.detail;
+  const auto dq = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dq.npy").values<float>(), want.dq,
+                                            naive.dq, ElementType::float32, "dq", {1, 4, 9, 16});
+  EXPECT_TRUE(dq.ok) << dq.detail;
+
+  const struct {
+    std::vector<std::string> extra;
+    const char* message;
+  } bad_calls[] = {
+      {{"--dropout", "1"}, "--dropout 1: expected a probability in [0, 1)"},
+      {{"--seed", "3"}, "--seed and --offset key the dropout mask: they need --dropout"},
+      {{}, "has no kernel for this call"},
+  };
+  for (const auto& bad_call : bad_calls) {
+    std::vector<std::string> bad_args = {"run", dropout_spec, "--q", q, "--k", k, "--v", v, "--out-dir",
+                                         (dir_ / "bad").string()};
+    bad_args.insert(bad_args.end(), bad_call.extra.begin(), bad_call.extra.end());
+    const auto bad = mfagen(bad_args);
+    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
+    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
 TEST_F(RunCli, SinksForwardAndBackward) {
   std::ofstream(dir_ / "sinks.json") << R"({"kind": ["forward", "backward"], "dtype": "float32", "head_dim": 16,
                                            "causal": "bottom_right", "sinks": true})";

@@ -91,6 +91,7 @@ std::string ForwardCase::describe() const {
   if (alibi) d += alibi_per_batch ? " alibi=(B,Hq)" : " alibi=(Hq)";
   if (sinks) d += " sinks";
   if (spec::kv_quantized(kv_dtype)) d += fmt::format(" kv {}", spec::to_string(kv_dtype));
+  if (dropout) d += fmt::format(" dropout p={} seed={:#x} offset={}", dropout->p, dropout->seed, dropout->offset);
   if (page_size) {
     d += fmt::format(" paged page_size={} cache lengths", page_size);
     for (uint32_t n : cache_lengths) d += fmt::format(" {}", n);
@@ -137,6 +138,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.layout = c.varlen_q.empty() ? spec::Layout::dense : spec::Layout::varlen;
   s.kv_cache = c.page_size ? spec::KvCache::paged : spec::KvCache::dense;
   s.kv_dtype = c.kv_dtype;
+  s.dropout = c.dropout.has_value();
   s.kind = c.kind;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
@@ -162,6 +164,7 @@ reference::AttentionProblem case_options(const ForwardCase& c, uint32_t head_dim
   o.scale = c.scale;
   o.window = c.window;
   o.softcap = c.softcap;
+  o.dropout = c.dropout;
   return o;
 }
 
@@ -233,6 +236,11 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   call.splits = c.splits;
   call.k_scale = case_k_scale(c);
   call.v_scale = case_v_scale(c);
+  if (c.dropout) {
+    call.dropout_p = c.dropout->p;
+    call.dropout_seed = c.dropout->seed;
+    call.dropout_offset = c.dropout->offset;
+  }
   const DispatchPlan dispatch = plan_forward(info, call);
 
   std::vector<std::byte> q = device_tensor(problem.q, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type,

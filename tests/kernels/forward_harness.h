@@ -59,6 +59,8 @@ struct ForwardCase {
   // Quantized k and v (q8_0, q4_0, fp8_e4m3): normal values stored in the
   // format; the reference dequantizes the stored rows (dense and paged cases).
   spec::KvDType kv_dtype = spec::KvDType::as_dtype;
+  // Dropout (spec dropout): the kernel is generated with it when set.
+  std::optional<reference::DropoutOptions> dropout;
   spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16); backward: dq, dk, dv
                                           // after the forward kernel of the same features
   uint32_t splits = 0;                    // decode: 0 = chosen from the shape

@@ -86,7 +86,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "leave kv_dtype out"},
         Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 80, "kv_dtype": "q4_0"})",
                 "p.json: kv_dtype: attn_decode_f16_d80_gqa_kv_q4_0: q4_0 stores blocks of 32 values along the head "
-                "dim: head_dim (80) and head_dim_v (80) must be multiples of 32 (fp8_e4m3 takes any head dim)"}));
+                "dim: head_dim (80) and head_dim_v (80) must be multiples of 32 (fp8_e4m3 takes any head dim)"},
+        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64, "dropout": true})",
+                "p.json: dropout: attn_decode_f16_d64_gqa_dropout: dropout is a training feature (kind forward or "
+                "backward on dense k and v); decode, paged and quantized caches serve inference: leave dropout out"},
+        Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "layout": "varlen", "dropout": true})",
+                "p.json: dropout: attn_bwd_f16_d64_gqa_varlen_dropout: dropout with packed sequences is not supported "
+                "in this version (the mask's counter is per dense batch entry): use layout dense"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");

@@ -51,6 +51,11 @@ TEST(Canonical, ServingFeaturesAppearOnlyWhenOn) {
   EXPECT_NE(canonical_json(s).find(R"("kv_cache":"paged","kv_dtype":"q4_0","lse":true)"), std::string::npos);
   EXPECT_EQ(parse_spec_text(canonical_json(s), "canonical.json").at(0).kv_dtype, KvDType::q4_0);
   EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_sinks_paged_kv_q4_0");
+  s = base();
+  s.dropout = true;
+  EXPECT_NE(canonical_json(s).find(R"("alibi":false,"dropout":true,"lse":true)"), std::string::npos);
+  EXPECT_TRUE(parse_spec_text(canonical_json(s), "canonical.json").at(0).dropout);
+  EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_dropout");
 }
 
 // kv_dtype naming the spec's own dtype is the default: the same kernel, name and hash.

@@ -50,7 +50,7 @@ const BadSpec kBadSpecs[] = {
      R"(bad.json: unknown field "version"; the accepted fields are kernels, comment)"},
     {R"({"kernels": [{"dtype": "float16", "head_dim": 64, "headdim": 64}]})",
      R"(bad.json: kernels[0]: unknown field "headdim"; the accepted fields are kind, dtype, )"
-     "head_dim, head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, lse, accumulate, tiles, "
+     "head_dim, head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, dropout, lse, accumulate, tiles, "
      "target, name, comment"},
     {R"({"dtype": "float16", "head_dim": 64, "dtype": "float32"})",
      R"(bad.json: expected each field once, found "dtype" twice)"},

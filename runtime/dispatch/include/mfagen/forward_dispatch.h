@@ -57,6 +57,7 @@ struct ForwardKernelInfo {
   bool varlen = false;          // packed sequences: q (total_q, Hq, D), ..., cu_seqlens_q and cu_seqlens_k
   bool paged = false;           // k, v are paged caches read through block_table, cache_seqlens
   KvFormat kv_format = KvFormat::elements;  // quantized k and v are dequantized inside the kernel
+  bool dropout = false;         // Philox dropout of the P.V weights (ForwardCall::dropout_p, seed, offset)
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
   bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
@@ -129,7 +130,20 @@ struct ForwardCall {
   uint64_t page_size = 0, num_pages = 0, max_pages = 0;
   // fp8_e4m3 kernels: each stored value of k (v) times k_scale (v_scale).
   double k_scale = 1, v_scale = 1;
+  // dropout kernels (DESIGN.md section 13): drop probability in [0, 1), the
+  // Philox key and the counter's last word; the backward takes the forward's.
+  double dropout_p = 0;
+  uint64_t dropout_seed = 0;
+  uint32_t dropout_offset = 0;
 };
+
+// The dropout words of a call's params: floor(p * 2^32) and the float32 factor 1 / (1 - p).
+inline uint32_t dropout_threshold(double p) { return uint32_t(p * 4294967296.0); }
+inline float dropout_scale(double p) { return float(1.0 / (1.0 - p)); }
+inline bool dropout_valid(bool kernel_dropout, const ForwardCall& call) {
+  if (!kernel_dropout) return call.dropout_p == 0 && call.dropout_seed == 0 && call.dropout_offset == 0;
+  return call.dropout_p >= 0 && call.dropout_p < 1;
+}
 
 // fp8 kernels take finite, nonzero float32 scales; other kernels none (both stay 1).
 inline bool kv_scales_valid(KvFormat format, double k_scale, double v_scale) {

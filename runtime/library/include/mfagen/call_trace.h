@@ -55,6 +55,7 @@ struct CallCount {
   bool window = false, softcap = false, alibi = false, sinks = false, varlen = false, paged = false,
        gqa = false, lse = false;
   KvFormat kv_format = KvFormat::elements;
+  bool dropout = false;
   std::string kernel;   // empty for a miss
   std::string backend;  // empty for a miss
   bool miss = false;

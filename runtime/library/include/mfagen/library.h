@@ -66,6 +66,7 @@ struct AttentionQuery {
   bool varlen = false;  // packed sequences (shape.seq_q, seq_k: the longest)
   bool paged = false;   // k, v in a paged cache (shape.seq_k: the longest cache length)
   KvFormat kv_format = KvFormat::elements;  // how k and v are stored (quantized caches)
+  bool dropout = false;  // Philox dropout (training)
   bool need_lse = false;
   AttentionShape shape;
 };
@@ -79,7 +80,7 @@ enum class MissReason : uint8_t {
   only_backward_kernels,  // forward query: only backward kernels have this dtype, D and Dv
   causal_mode,            // kernels of this kind, dtype and head dims, none with this causal mode
   features,               // ... and causal mode, none with this mask kind, window, softcap, alibi, sinks,
-                          // layout, kv cache and kv dtype
+                          // layout, kv cache, kv dtype and dropout
   decode_only,            // every fitting kernel is a decode kernel and seq_q > 16
   needs_gqa,              // every fitting kernel lacks gqa and heads_q != heads_kv
   needs_lse,              // every fitting kernel lacks lse and the call needs it
