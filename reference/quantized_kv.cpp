@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dtype_rounding.h"
+#include "random_inputs.h"
 
 namespace mfagen::reference {
 namespace {
@@ -132,6 +133,15 @@ std::vector<uint8_t> quantize_rows(KvQuant f, std::span<const double> values, ui
     }
   }
   return stored;
+}
+
+StoredRows random_stored_rows(KvQuant f, uint64_t rows, uint64_t row_values, uint64_t seed, double stddev,
+                              double scale) {
+  const std::vector<double> normal = random_tensor(rows * row_values, seed, ElementType::float32, stddev);
+  StoredRows r;
+  r.stored = quantize_rows(f, normal, rows, row_values, scale);
+  r.values = dequantize_rows(f, r.stored, rows, row_values, scale);
+  return r;
 }
 
 std::vector<double> rounded_to(std::vector<double> values, ElementType type) {

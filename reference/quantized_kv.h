@@ -43,6 +43,16 @@ std::vector<double> dequantize_rows(KvQuant format, std::span<const uint8_t> sto
 std::vector<uint8_t> quantize_rows(KvQuant format, std::span<const double> values, uint64_t rows,
                                    uint64_t row_values, double scale = 1.0);
 
+// `rows` x `row_values` normal(0, stddev) values (random_tensor with `seed`,
+// in float32) stored in `format` by quantize_rows, and the values the stored
+// rows hold: the quantized k or v of a test or selftest case.
+struct StoredRows {
+  std::vector<uint8_t> stored;
+  std::vector<double> values;
+};
+StoredRows random_stored_rows(KvQuant format, uint64_t rows, uint64_t row_values, uint64_t seed, double stddev,
+                              double scale = 1.0);
+
 // k and v rounded to `type`: what a naive implementation that dequantizes
 // into the input dtype computes with, the yardstick of the tolerance rule for
 // quantized caches (naive_attention_in_dtype takes inputs in its type).

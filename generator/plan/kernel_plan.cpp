@@ -34,7 +34,7 @@ void refuse_unsupported_kv_dtype(const spec::KernelSpec& s) {
     refuse(s, "kv_dtype",
            "a quantized cache serves inference (kind forward or decode); the training backward takes k and v in "
            "the spec's dtype and writes dK and dV there: leave kv_dtype out");
-  const bool blocks = s.kv_dtype == spec::KvDType::q8_0 || s.kv_dtype == spec::KvDType::q4_0;
+  const bool blocks = spec::kv_in_blocks(s.kv_dtype);
   if (blocks && (s.head_dim % 32 != 0 || s.head_dim_v % 32 != 0))
     refuse(s, "kv_dtype",
            fmt::format("{} stores blocks of 32 values along the head dim: head_dim ({}) and head_dim_v ({}) must be "
@@ -82,7 +82,7 @@ uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t byte
                       uint32_t occupancy_budget) {
   // q8_0 and q4_0 caches are dequantized a block of 32 values at a time, so
   // their passes cover whole blocks (D and Dv are multiples of 32 then).
-  const bool blocks = s.kv_dtype == spec::KvDType::q8_0 || s.kv_dtype == spec::KvDType::q4_0;
+  const bool blocks = spec::kv_in_blocks(s.kv_dtype);
   const uint32_t step = blocks ? 32 : 8;
   const uint32_t widest = round_up(std::max(s.head_dim, s.head_dim_v), step);
   const uint32_t narrowest = std::min(widest, 32u);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "quantized_kv.h"
 #include "random_inputs.h"
@@ -66,12 +67,6 @@ void add_sinks(const SelftestCase& c, CaseInputs& in) {
   std::memcpy(in.sinks.data(), sinks.data(), in.sinks.size());
 }
 
-reference::KvQuant reference_quant(spec::KvDType t) {
-  return t == spec::KvDType::q8_0 ? reference::KvQuant::q8_0
-         : t == spec::KvDType::q4_0 ? reference::KvQuant::q4_0
-                                    : reference::KvQuant::fp8_e4m3;
-}
-
 // A quantized cache: normal values stored in the format (the reference's
 // quantizers), the kernel reading the stored rows and the reference the
 // values they hold.
@@ -81,17 +76,25 @@ void add_quantized_kv(const SelftestCase& c, CaseInputs& in) {
   const uint64_t rows = c.shape.batch * c.shape.heads_kv * c.shape.seq_k;
   auto store = [&](uint32_t columns, uint64_t seed, double scale, std::vector<double>& values,
                    std::vector<std::byte>& bytes) {
-    const std::vector<double> normal = reference::random_tensor(rows * columns, seed, reference::ElementType::float32);
-    const std::vector<uint8_t> stored = reference::quantize_rows(format, normal, rows, columns, scale);
-    values = reference::dequantize_rows(format, stored, rows, columns, scale);
-    bytes.resize(stored.size());
-    std::memcpy(bytes.data(), stored.data(), stored.size());
+    reference::StoredRows rows_of = reference::random_stored_rows(format, rows, columns, seed, 1.0, scale);
+    values = std::move(rows_of.values);
+    bytes.resize(rows_of.stored.size());
+    std::memcpy(bytes.data(), rows_of.stored.data(), rows_of.stored.size());
   };
   store(c.kernel.head_dim, c.seed + 1, fp8 ? kFp8KScale : 1.0, in.problem.k, in.k);
   store(c.kernel.head_dim_v, c.seed + 2, fp8 ? kFp8VScale : 1.0, in.problem.v, in.v);
 }
 
 }  // namespace
+
+reference::KvQuant reference_quant(spec::KvDType t) {
+  switch (t) {
+    case spec::KvDType::q8_0: return reference::KvQuant::q8_0;
+    case spec::KvDType::q4_0: return reference::KvQuant::q4_0;
+    case spec::KvDType::fp8_e4m3: return reference::KvQuant::fp8_e4m3;
+    default: throw std::logic_error("reference_quant: k and v of this spec are not quantized");
+  }
+}
 
 reference::ElementType reference_type(spec::DType type) {
   switch (type) {

@@ -8,6 +8,7 @@
 
 #include "attention_problem.h"
 #include "dtype_rounding.h"
+#include "quantized_kv.h"
 #include "selftest/selftest_case.h"
 #include "spec/kernel_spec.h"
 
@@ -31,6 +32,8 @@ CaseInputs make_inputs(const SelftestCase& c);
 
 // The reference's names for a spec dtype and causal mode.
 reference::ElementType reference_type(spec::DType type);
+// The reference's format for a quantized kv_dtype (std::logic_error for the others).
+reference::KvQuant reference_quant(spec::KvDType type);
 reference::CausalMode reference_causal(spec::Causal causal);
 
 }  // namespace mfagen::selftest

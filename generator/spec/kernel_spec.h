@@ -57,6 +57,8 @@ std::string_view to_string(KvDType);
 
 // True for the formats the kernel dequantizes (q8_0, q4_0, fp8_e4m3).
 inline bool kv_quantized(KvDType t) { return t == KvDType::q8_0 || t == KvDType::q4_0 || t == KvDType::fp8_e4m3; }
+// True for the formats stored in blocks of 32 values along D (q8_0, q4_0).
+inline bool kv_in_blocks(KvDType t) { return t == KvDType::q8_0 || t == KvDType::q4_0; }
 
 // Bytes of one element of q, k, v, out in memory.
 inline uint32_t dtype_bytes(DType t) { return t == DType::float32 ? 4 : 2; }

@@ -274,23 +274,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   // The fields of the kernel's AttentionParams, in its order: 8-byte fields
   // first, then the 4-byte ones, then those of the kernel's features.
   ParamsWriter w;
-  for (const Strides3* t : {&strides.q, &strides.k, &strides.v, &strides.out}) w.put(t->batch).put(t->head).put(t->row);
-  w.put(strides.lse_batch).put(strides.lse_head);
-  if (kernel.mask != MaskInput::none)
-    for (uint64_t s : call.mask_strides) w.put(s);
-  w.put(uint32_t(shape.batch)).put(uint32_t(shape.heads_q)).put(uint32_t(shape.heads_kv));
-  w.put(uint32_t(shape.seq_q)).put(uint32_t(shape.seq_k));
-  w.put(float(scale * 1.4426950408889634));  // scale * log2(e)
-  if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
-  if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
-  if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? shape.heads_q : 0));
-  if (kernel.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
-  if (kernel.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
-  if (kernel.dropout)
-    w.put(dropout_threshold(call.dropout_p)).put(dropout_scale(call.dropout_p)).put(uint32_t(call.dropout_seed))
-        .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
-  if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
-  if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
+  write_params(w, kernel, call, scale, splits, split_keys, row_blocks);
   plan.params = w.finish(8);
   plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
 

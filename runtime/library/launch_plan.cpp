@@ -213,23 +213,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
 
   const double scale = call.scale > 0 ? call.scale : 1.0 / std::sqrt(double(info.head_dim));
   FixedParams w{plan.params_storage.data()};
-  for (const Strides3* t : {&st.q, &st.k, &st.v, &st.out}) w.put(t->batch).put(t->head).put(t->row);
-  w.put(st.lse_batch).put(st.lse_head);
-  if (info.mask != MaskInput::none)
-    for (uint64_t m : call.mask_strides) w.put(m);
-  w.put(uint32_t(s.batch)).put(uint32_t(s.heads_q)).put(uint32_t(s.heads_kv));
-  w.put(uint32_t(s.seq_q)).put(uint32_t(s.seq_k));
-  w.put(float(scale * 1.4426950408889634));  // scale * log2(e)
-  if (info.softcap) w.put(float(scale)).put(float(call.softcap));
-  if (info.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
-  if (info.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
-  if (info.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
-  if (info.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
-  if (info.dropout)
-    w.put(dropout_threshold(call.dropout_p)).put(dropout_scale(call.dropout_p)).put(uint32_t(call.dropout_seed))
-        .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
-  if (info.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
-  if (info.decode) w.put(splits).put(split_keys).put(row_blocks);
+  write_params(w, info, call, scale, splits, split_keys, row_blocks);
   w.finish(8);
   plan.params_size = w.size;
   add(kForwardParams, "params", w.size, false);

@@ -184,19 +184,11 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   problem.seq_q = c.seq_q;
   problem.seq_k = c.seq_k;
   problem.q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * problem.head_dim, c.seed * 3 + 0, type, c.q_scale);
-  // Quantized k and v: the stored rows, and the values the reference takes from them.
-  const bool quantized = case_quantized(c);
   const uint64_t kv_rows = c.batch * c.heads_kv * c.seq_k;
-  QuantizedRows stored_k, stored_v;
-  if (quantized) {
-    stored_k = quantized_rows(c, kv_rows, problem.head_dim, c.seed * 3 + 1, case_k_scale(c));
-    stored_v = quantized_rows(c, kv_rows, problem.head_dim_v, c.seed * 3 + 2, case_v_scale(c));
-    problem.k = stored_k.values;
-    problem.v = stored_v.values;
-  } else {
-    problem.k = reference::random_tensor(kv_rows * problem.head_dim, c.seed * 3 + 1, type, c.kv_scale);
-    problem.v = reference::random_tensor(kv_rows * problem.head_dim_v, c.seed * 3 + 2, type, c.kv_scale);
-  }
+  const CaseKv k_rows = case_kv(c, kv_rows, problem.head_dim, c.seed * 3 + 1, case_k_scale(c));
+  const CaseKv v_rows = case_kv(c, kv_rows, problem.head_dim_v, c.seed * 3 + 2, case_v_scale(c));
+  problem.k = k_rows.values;
+  problem.v = v_rows.values;
   MaskData mask;
   if (c.mask != spec::MaskKind::none) {
     mask = make_mask(c, type);
@@ -245,16 +237,10 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
 
   std::vector<std::byte> q = device_tensor(problem.q, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type,
                                            dispatch.buffer("q")->bytes);
-  std::vector<std::byte> k =
-      quantized ? quantized_device_tensor(c, stored_k.stored, c.batch, c.heads_kv, c.seq_k, problem.head_dim,
-                                          strides.k, dispatch.buffer("k")->bytes)
-                : device_tensor(problem.k, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k, type,
-                                dispatch.buffer("k")->bytes);
-  std::vector<std::byte> v =
-      quantized ? quantized_device_tensor(c, stored_v.stored, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v,
-                                          strides.v, dispatch.buffer("v")->bytes)
-                : device_tensor(problem.v, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v, type,
-                                dispatch.buffer("v")->bytes);
+  std::vector<std::byte> k = case_kv_buffer(c, k_rows, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k,
+                                            dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v = case_kv_buffer(c, v_rows, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v,
+                                            dispatch.buffer("v")->bytes);
   std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every element must be written
   std::vector<float> lse(c.batch * c.heads_q * c.seq_q, 12345.0f);
   std::map<uint32_t, std::span<std::byte>> tensors = {

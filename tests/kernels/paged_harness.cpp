@@ -63,16 +63,10 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   const uint64_t slots = cache.num_pages * c.page_size * c.heads_kv;
   const std::vector<double> q = reference::random_tensor(c.batch * c.heads_q * c.seq_q * d, c.seed * 3, type, c.q_scale);
   // The caches' slots: values in the dtype, or stored rows of a quantized format.
-  const bool quantized = case_quantized(c);
-  QuantizedRows stored_k, stored_v;
-  if (quantized) {
-    stored_k = quantized_rows(c, slots, d, c.seed * 3 + 1, case_k_scale(c));
-    stored_v = quantized_rows(c, slots, dv, c.seed * 3 + 2, case_v_scale(c));
-  }
-  const std::vector<double> k_pages =
-      quantized ? stored_k.values : reference::random_tensor(slots * d, c.seed * 3 + 1, type, c.kv_scale);
-  const std::vector<double> v_pages =
-      quantized ? stored_v.values : reference::random_tensor(slots * dv, c.seed * 3 + 2, type, c.kv_scale);
+  const CaseKv k_slots = case_kv(c, slots, d, c.seed * 3 + 1, case_k_scale(c));
+  const CaseKv v_slots = case_kv(c, slots, dv, c.seed * 3 + 2, case_v_scale(c));
+  const std::vector<double>& k_pages = k_slots.values;
+  const std::vector<double>& v_pages = v_slots.values;
   const std::vector<double> sinks = c.sinks ? case_sinks(c) : std::vector<double>{};
   const std::vector<double> slopes = c.alibi ? case_alibi_slopes(c) : std::vector<double>{};
 
@@ -99,12 +93,8 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   std::vector<std::byte> q_bytes = device_tensor(q, c.batch, c.heads_q, c.seq_q, d, call.strides.q, type,
                                                  dispatch.buffer("q")->bytes);
   const uint64_t k_row = kv_row_units(kv_format, d), v_row = kv_row_units(kv_format, dv);
-  std::vector<std::byte> k_bytes =
-      quantized ? quantized_device_tensor(c, stored_k.stored, 1, 1, slots, d, {0, 0, k_row}, dispatch.buffer("k")->bytes)
-                : device_tensor(k_pages, 1, 1, slots, d, {0, 0, d}, type, dispatch.buffer("k")->bytes);
-  std::vector<std::byte> v_bytes =
-      quantized ? quantized_device_tensor(c, stored_v.stored, 1, 1, slots, dv, {0, 0, v_row}, dispatch.buffer("v")->bytes)
-                : device_tensor(v_pages, 1, 1, slots, dv, {0, 0, dv}, type, dispatch.buffer("v")->bytes);
+  std::vector<std::byte> k_bytes = case_kv_buffer(c, k_slots, 1, 1, slots, d, {0, 0, k_row}, dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v_bytes = case_kv_buffer(c, v_slots, 1, 1, slots, dv, {0, 0, v_row}, dispatch.buffer("v")->bytes);
   std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every element must be written
   std::vector<float> lse(c.batch * c.heads_q * c.seq_q, 12345.0f);
   std::vector<int32_t> table = cache.block_table, lengths = cache.cache_seqlens;

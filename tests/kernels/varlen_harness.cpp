@@ -85,17 +85,11 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
   packed.cu_seqlens_q = cu_q;
   packed.cu_seqlens_k = cu_k;
   packed.q = reference::random_tensor(total_q * c.heads_q * d, c.seed * 3 + 0, type, c.q_scale);
-  const bool quantized = case_quantized(c);
-  QuantizedRows stored_k, stored_v;  // quantized k and v: the packed stored rows
-  if (quantized) {
-    stored_k = quantized_rows(c, total_k * c.heads_kv, d, c.seed * 3 + 1, case_k_scale(c));
-    stored_v = quantized_rows(c, total_k * c.heads_kv, dv, c.seed * 3 + 2, case_v_scale(c));
-    packed.k = stored_k.values;
-    packed.v = stored_v.values;
-  } else {
-    packed.k = reference::random_tensor(total_k * c.heads_kv * d, c.seed * 3 + 1, type, c.kv_scale);
-    packed.v = reference::random_tensor(total_k * c.heads_kv * dv, c.seed * 3 + 2, type, c.kv_scale);
-  }
+  const uint64_t kv_rows = total_k * c.heads_kv;
+  const CaseKv k_rows = case_kv(c, kv_rows, d, c.seed * 3 + 1, case_k_scale(c));
+  const CaseKv v_rows = case_kv(c, kv_rows, dv, c.seed * 3 + 2, case_v_scale(c));
+  packed.k = k_rows.values;
+  packed.v = v_rows.values;
 
   const AttentionShape shape{batch, c.heads_q, c.heads_kv, longest_q, longest_k};
   ForwardCall call;
@@ -113,13 +107,9 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
   const DispatchPlan dispatch = plan_forward(plan::forward_kernel_info(plan), call);
 
   std::vector<std::byte> q = packed_bytes(packed.q, d, type, dispatch.buffer("q")->bytes);
-  const uint64_t kv_rows = total_k * c.heads_kv, k_row = kv_row_units(kv_format, d), v_row = kv_row_units(kv_format, dv);
-  std::vector<std::byte> k =
-      quantized ? quantized_device_tensor(c, stored_k.stored, 1, 1, kv_rows, d, {0, 0, k_row}, dispatch.buffer("k")->bytes)
-                : packed_bytes(packed.k, d, type, dispatch.buffer("k")->bytes);
-  std::vector<std::byte> v =
-      quantized ? quantized_device_tensor(c, stored_v.stored, 1, 1, kv_rows, dv, {0, 0, v_row}, dispatch.buffer("v")->bytes)
-                : packed_bytes(packed.v, dv, type, dispatch.buffer("v")->bytes);
+  const uint64_t k_row = kv_row_units(kv_format, d), v_row = kv_row_units(kv_format, dv);
+  std::vector<std::byte> k = case_kv_buffer(c, k_rows, 1, 1, kv_rows, d, {0, 0, k_row}, dispatch.buffer("k")->bytes);
+  std::vector<std::byte> v = case_kv_buffer(c, v_rows, 1, 1, kv_rows, dv, {0, 0, v_row}, dispatch.buffer("v")->bytes);
   std::vector<std::byte> out(dispatch.buffer("out")->bytes, std::byte{0x7f});  // garbage: every row must be written
   std::vector<float> lse(c.heads_q * total_q, 12345.0f);
   std::vector<int32_t> cu_q_buffer = cu_q, cu_k_buffer = cu_k;

@@ -152,6 +152,36 @@ inline bool kv_scales_valid(KvFormat format, double k_scale, double v_scale) {
   return k == k && v == v && k != 0 && v != 0 && k - k == 0 && v - v == 0;  // not NaN, not 0, not inf
 }
 
+// Writes the fields of a kernel's AttentionParams in the template's order
+// (the 8-byte strides, the 4-byte shape and scale, then the fields of the
+// kernel's features) through `w.put(value)`; plan_forward (a growing vector)
+// and the runtime's allocation-free launch plan (fixed storage) share it.
+// `scale` is the softmax scale in use; splits, split_keys and row_blocks
+// matter to decode kernels only. The caller pads the struct to 8 bytes.
+template <class Writer>
+void write_params(Writer& w, const ForwardKernelInfo& kernel, const ForwardCall& call, double scale, uint32_t splits,
+                  uint32_t split_keys, uint32_t row_blocks) {
+  const ForwardStrides& st = call.strides;
+  const AttentionShape& s = call.shape;
+  for (const Strides3* t : {&st.q, &st.k, &st.v, &st.out}) w.put(t->batch).put(t->head).put(t->row);
+  w.put(st.lse_batch).put(st.lse_head);
+  if (kernel.mask != MaskInput::none)
+    for (uint64_t m : call.mask_strides) w.put(m);
+  w.put(uint32_t(s.batch)).put(uint32_t(s.heads_q)).put(uint32_t(s.heads_kv));
+  w.put(uint32_t(s.seq_q)).put(uint32_t(s.seq_k));
+  w.put(float(scale * 1.4426950408889634));  // scale * log2(e)
+  if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
+  if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
+  if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
+  if (kernel.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
+  if (kernel.kv_format == KvFormat::fp8_e4m3) w.put(float(call.k_scale)).put(float(call.v_scale));
+  if (kernel.dropout)
+    w.put(dropout_threshold(call.dropout_p)).put(dropout_scale(call.dropout_p)).put(uint32_t(call.dropout_seed))
+        .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
+  if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
+  if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
+}
+
 // Decode: seq_q may be at most this (DESIGN.md section 4).
 inline constexpr uint64_t kMaxDecodeQueries = 16;
 
