@@ -1,0 +1,129 @@
+#include "expr/score_functions.h"
+
+#include <fmt/format.h>
+
+#include "expr/derivative.h"
+#include "expr/msl_emitter.h"
+#include "expr/parser.h"
+#include "expr/type_check.h"
+
+namespace mfagen::expr {
+
+bool ScoreFunctions::operator==(const ScoreFunctions& o) const {
+  if (score_mod != o.score_mod || mask_mod != o.mask_mod || scalars != o.scalars ||
+      captures.size() != o.captures.size())
+    return false;
+  for (size_t i = 0; i < captures.size(); ++i)
+    if (captures[i].name != o.captures[i].name || captures[i].type != o.captures[i].type ||
+        captures[i].extents != o.captures[i].extents)
+      return false;
+  return true;
+}
+
+namespace {
+
+NodePtr checked(const std::string& field, const std::string& text, const Environment& env, Type want) {
+  try {
+    return type_check(parse_expression(text), env, want);
+  } catch (const ExpressionError& e) {
+    throw ScoreFunctionError(field, e);
+  }
+}
+
+const char* element_type(CaptureType t) { return t == CaptureType::float32 ? "float" : "int"; }
+
+std::string shape_text(const CaptureDecl& c) {
+  std::vector<std::string> parts;
+  for (const LinearForm& e : c.extents) parts.push_back(e.text());
+  return fmt::format("({})", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+CheckedScoreFunctions check_score_functions(const ScoreFunctions& f) {
+  CheckedScoreFunctions out;
+  out.env.captures = f.captures;
+  out.env.scalars = f.scalars;
+  if (!f.score_mod.empty()) {
+    out.score_mod = checked("score_mod", f.score_mod, out.env, Type::real);
+    out.score_slope = derivative_by_score(out.score_mod);
+  }
+  if (!f.mask_mod.empty()) {
+    Environment mask_env = out.env;
+    mask_env.score_allowed = false;
+    out.mask_mod = checked("mask_mod", f.mask_mod, mask_env, Type::boolean);
+  }
+  return out;
+}
+
+LinearForm parse_extent(const std::string& text) {
+  const NodePtr n = type_check(parse_expression(text), Environment{{}, {}, false}, Type::integer);
+  const Interval r = integer_bounds(*n);
+  if (n->type != Type::integer || !r.low || !r.high || !(*r.low == *r.high))
+    throw ExpressionError(1, "expected a linear form of B, Hq, Hkv, Sq, Sk and integers, such as \"Sq + Sk - 1\"");
+  if (!provably_at_most(LinearForm::of(1), *r.low))
+    throw ExpressionError(1, fmt::format("an extent must be at least 1 for every call; {} may be less", r.low->text()));
+  return *r.low;
+}
+
+std::string msl_functions(const ScoreFunctions& f) {
+  const CheckedScoreFunctions c = check_score_functions(f);
+  std::string s;
+  s += "\n// ---- score_mod and mask_mod (DESIGN.md section 13), compiled from the spec ----\n";
+  if (c.score_mod) s += fmt::format("// score_mod: {}\n", f.score_mod);
+  if (c.mask_mod) s += fmt::format("// mask_mod:  {}\n", f.mask_mod);
+  s += "// What the expressions read: captured tensors (row-major, bound at launch, every\n"
+       "// index proven inside its extent when the kernel was generated), runtime scalars\n"
+       "// and the call's sizes.\n";
+  s += "struct ModInputs {\n";
+  for (const CaptureDecl& cap : f.captures)
+    s += fmt::format("  const device {}* {};  // {}\n", element_type(cap.type), cap.name, shape_text(cap));
+  for (const std::string& name : f.scalars) s += fmt::format("  float {};\n", name);
+  s += "  int B, Hq, Hkv, Sq, Sk;\n};\n\n";
+  s += "// Integer floor division and modulo as the expression language defines them (0 for a divisor of 0),\n"
+       "// and float-to-int conversion that truncates toward zero and saturates.\n"
+       "inline int mod_floor_div(int a, int b) {\n"
+       "  if (b == 0) return 0;\n"
+       "  const int q = a / b;\n"
+       "  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n"
+       "}\n"
+       "inline int mod_floor_mod(int a, int b) { return b == 0 ? 0 : a - b * mod_floor_div(a, b); }\n"
+       "inline int mod_to_int(float x) { return x == x ? int(clamp(x, -2147483648.0f, 2147483520.0f)) : 0; }\n";
+  const std::string params = "int b, int h, int q_idx, int kv_idx, ModInputs m";
+  if (c.score_mod) {
+    s += fmt::format("\n// The score after scale and softcap, modified (natural log units).\n"
+                     "inline float score_mod(float score, {}) {{\n  return {};\n}}\n",
+                     params, to_msl(*c.score_mod, c.env));
+    s += fmt::format("\n// d score_mod / d score (derived by the generator), what the backward multiplies dS by.\n"
+                     "inline float score_mod_slope(float score, {}) {{\n  return {};\n}}\n",
+                     params, to_msl(*c.score_slope, c.env));
+  }
+  if (c.mask_mod) {
+    s += fmt::format("\n// Whether query q_idx may see key kv_idx (with every built-in rule).\n"
+                     "inline bool mask_mod({}) {{\n  return {};\n}}\n",
+                     params, to_msl(*c.mask_mod, c.env));
+  }
+  return s;
+}
+
+std::string msl_parameters(const ScoreFunctions& f, const std::string& indent) {
+  std::string s;
+  if (!f.scalars.empty())
+    s += fmt::format("{}constant float* mod_scalars [[buffer({})]],\n", indent, kModScalarsIndex);
+  for (size_t i = 0; i < f.captures.size(); ++i)
+    s += fmt::format("{}const device {}* capture_{} [[buffer({})]],\n", indent, element_type(f.captures[i].type),
+                     f.captures[i].name, kFirstCaptureIndex + i);
+  return s;
+}
+
+std::string msl_inputs(const ScoreFunctions& f) {
+  std::vector<std::string> fields;
+  for (const CaptureDecl& c : f.captures) fields.push_back("capture_" + c.name);
+  for (size_t i = 0; i < f.scalars.size(); ++i) fields.push_back(fmt::format("mod_scalars[{}]", i));
+  for (const char* size : {"int(params.batch)", "int(params.heads_q)", "int(params.heads_kv)", "int(seq_q)",
+                           "int(seq_k)"})
+    fields.push_back(size);
+  return fmt::format("const ModInputs mods = {{{}}};", fmt::join(fields, ", "));
+}
+
+}  // namespace mfagen::expr

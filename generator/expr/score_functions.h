@@ -1,0 +1,69 @@
+// score_mod and mask_mod of one spec (DESIGN.md section 13), from the text the
+// spec gives to what the kernel templates paste in: the checked expressions,
+// the derivative the backward needs, and the MSL of the functions, of their
+// inputs and of the kernel parameters that bind them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "expr/environment.h"
+#include "expr/expression.h"
+
+namespace mfagen::expr {
+
+// Metal's buffer indices 0..30: generated kernels use 0..20 for their own
+// tensors; the scalars take 21 and captured tensors 22 on, their gradients
+// (backward) after them.
+inline constexpr uint32_t kModScalarsIndex = 21;
+inline constexpr uint32_t kFirstCaptureIndex = 22;
+inline constexpr size_t kMaxCaptures = 4;
+inline constexpr size_t kMaxScalars = 16;
+
+struct ScoreFunctions {
+  std::string score_mod;  // "" when the spec has none
+  std::string mask_mod;   // "" when the spec has none
+  std::vector<CaptureDecl> captures;
+  std::vector<std::string> scalars;
+
+  bool any() const { return !score_mod.empty() || !mask_mod.empty(); }
+  bool operator==(const ScoreFunctions& o) const;
+};
+
+// Which expression an error is in.
+class ScoreFunctionError : public ExpressionError {
+ public:
+  ScoreFunctionError(std::string field, const ExpressionError& e)
+      : ExpressionError(e.column(), e.message()), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }  // "score_mod" or "mask_mod"
+
+ private:
+  std::string field_;
+};
+
+struct CheckedScoreFunctions {
+  Environment env;       // captures and scalars, for printing
+  NodePtr score_mod;     // real; null when absent
+  NodePtr score_slope;   // d score_mod / d score; null when absent
+  NodePtr mask_mod;      // bool; null when absent
+};
+
+// Parses and checks both expressions; a ScoreFunctionError names the one at fault.
+CheckedScoreFunctions check_score_functions(const ScoreFunctions& f);
+
+// The kernel-side MSL: the ModInputs struct, the integer helpers and
+// score_mod(), score_mod_slope() and mask_mod() (those the spec has).
+std::string msl_functions(const ScoreFunctions& f);
+// Kernel parameters that bind the scalars and captured tensors, one per line,
+// each line `indent` then the parameter and a comma.
+std::string msl_parameters(const ScoreFunctions& f, const std::string& indent);
+// The statement building `mods` inside a kernel, from its parameters and the
+// locals seq_q and seq_k.
+std::string msl_inputs(const ScoreFunctions& f);
+
+// An extent of a captured tensor's shape as the spec writes it: a positive
+// integer, or text like "Sq + Sk - 1" (a linear form of B, Hq, Hkv, Sq, Sk).
+LinearForm parse_extent(const std::string& text);
+
+}  // namespace mfagen::expr
