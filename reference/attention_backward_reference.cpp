@@ -61,6 +61,10 @@ AttentionGradients backward(const AttentionProblem& p, const std::vector<double>
             s = r(cap * t);
             slope_of_cap = r(1 - r(t * t));
           }
+          if (p.score_mod) {
+            slope_of_cap = r(slope_of_cap * r(score_mod_slope(p, s, b, h, i, j)));
+            s = r(p.score_mod(s, b, h, i, j));
+          }
           if (!p.alibi_slopes.empty()) {
             const int64_t distance = int64_t(i) + offset - int64_t(j);
             s = r(s - r(slope * r(double(distance < 0 ? -distance : distance))));  // as the forward

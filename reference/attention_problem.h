@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -36,6 +37,13 @@ struct AttentionProblem {
   // with probability 1 - p and scaled by 1 / (1 - p), as Philox decides
   // (dropout.h); lse is of the softmax before dropout.
   std::optional<DropoutOptions> dropout;
+  // score_mod and mask_mod (DESIGN.md section 13) as plain functions of
+  // (score, b, h, i, j) and (b, h, i, j): the score after softcap becomes
+  // score_mod(score, ...), before ALiBi and the additive mask; key j is
+  // visible to query i only where mask_mod holds. The backward differentiates
+  // score_mod by central differences (score_mod_slope in attention_reference.h).
+  std::function<double(double, uint64_t, uint64_t, uint64_t, uint64_t)> score_mod;
+  std::function<bool(uint64_t, uint64_t, uint64_t, uint64_t)> mask_mod;
 
   // (B,Hq,Sq,D), (B,Hkv,Sk,D), (B,Hkv,Sk,Dv), already rounded to the input dtype.
   std::vector<double> q, k, v;

@@ -133,7 +133,14 @@ bool key_visible(const AttentionProblem& p, uint64_t b, uint64_t h, uint64_t i, 
   }
   if (!p.bool_mask.empty() && p.bool_mask[mask_index(p, b, h, i, j)] == 0) return false;
   if (!p.additive_mask.empty() && p.additive_mask[mask_index(p, b, h, i, j)] == -kInfinity) return false;
+  if (p.mask_mod && !p.mask_mod(b, h, i, j)) return false;
   return true;
+}
+
+double score_mod_slope(const AttentionProblem& p, double z, uint64_t b, uint64_t h, uint64_t i, uint64_t j) {
+  if (!p.score_mod) return 1;
+  const double step = 1e-5 * std::max(1.0, std::fabs(z));
+  return (p.score_mod(z + step, b, h, i, j) - p.score_mod(z - step, b, h, i, j)) / (2 * step);
 }
 
 AttentionResult reference_attention(const AttentionProblem& p) {
@@ -159,6 +166,7 @@ AttentionResult reference_attention(const AttentionProblem& p) {
           for (uint64_t d = 0; d < p.head_dim; ++d) dot += p.q[q_index(p, b, h, i, d)] * p.k[k_index(p, b, hk, j, d)];
           double z = scale * dot;
           double logit = p.softcap > 0 ? p.softcap * std::tanh(z / p.softcap) : z;
+          if (p.score_mod) logit = p.score_mod(logit, b, h, i, j);
           if (!p.alibi_slopes.empty()) logit += -alibi_slope(p, b, h) * alibi_distance(p, i, j);
           if (!p.additive_mask.empty()) logit += p.additive_mask[mask_index(p, b, h, i, j)];
           s[j] = logit;
@@ -237,6 +245,7 @@ AttentionResult naive_attention_in_dtype(const AttentionProblem& p, ElementType 
           }
           double logit = r(scale * dot);
           if (p.softcap > 0) logit = r(softcap * r(std::tanh(r(logit / softcap))));
+          if (p.score_mod) logit = r(p.score_mod(logit, b, h, i, j));
           if (!p.alibi_slopes.empty()) logit = r(logit - r(slope * r(alibi_distance(p, i, j))));
           if (!p.additive_mask.empty()) logit = r(logit + p.additive_mask[mask_index(p, b, h, i, j)]);
           s[j] = logit;

@@ -27,6 +27,8 @@ int64_t query_offset(const AttentionProblem& problem);
 // Whether key j is visible to query i of (batch b, query head h): every active
 // rule (causal, window, bool mask, additive mask != -inf) holds.
 bool key_visible(const AttentionProblem& problem, uint64_t b, uint64_t h, uint64_t i, uint64_t j);
+// d score_mod / d score at `score` by central differences in float64 (1 without a score_mod).
+double score_mod_slope(const AttentionProblem& problem, double score, uint64_t b, uint64_t h, uint64_t i, uint64_t j);
 
 // The factor dropout puts on weight (b, h, i, j) of P.V: 1 / (1 - p) if kept,
 // 0 if dropped; 1 without dropout.

@@ -34,6 +34,7 @@
 #include "session/packed_sequences.h"
 #include "session/paged_cache_inputs.h"
 #include "session/quantized_cache_inputs.h"
+#include "session/score_function_inputs.h"
 #include "session/sink_logits.h"
 #include "session/spec_library.h"
 #include "spec/spec_parser.h"
@@ -54,6 +55,7 @@ struct RunArgs {
   uint64_t seed = 0;
   uint32_t offset = 0;
   std::optional<std::string> kv_dtype;
+  std::vector<std::string> captures, scalars;  // score_mod / mask_mod inputs: NAME=FILE.npy, NAME=VALUE
   std::optional<int64_t> window_left, window_right;
   std::string dtype, causal;
   std::string backend = "cpu";
@@ -167,6 +169,7 @@ int run(const RunArgs& args) {
   request.window = args.window_left.has_value() || args.window_right.has_value();
   request.sinks = !args.sinks.empty();
   request.backward = !args.d_out.empty();
+  request.mods = !args.captures.empty() || !args.scalars.empty();
   request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
   request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
   const KernelEntry& entry = session::select_kernel(set.library, request, args.spec);
@@ -202,6 +205,8 @@ int run(const RunArgs& args) {
   }
   std::vector<float> sinks;
   if (plan.spec.sinks) sinks = session::read_sink_logits(args.sinks, shape.heads_q);
+  std::vector<std::vector<std::byte>> captures = session::read_captured_tensors(args.captures, plan.spec, shape);
+  std::vector<float> mod_scalars = session::read_scalars(args.scalars, plan.spec);
   // A backward call first runs the forward kernel of the same features for
   // out and lse (DESIGN.md section 10), then the backward kernels.
   const bool backward = plan.spec.kind == spec::Kind::backward;
@@ -246,6 +251,8 @@ int run(const RunArgs& args) {
   if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
   if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
   if (!sinks.empty()) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
+  if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
+  for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
   if (paged) {
     tensors[plan::kBlockTableIndex] = std::as_writable_bytes(std::span(cache->block_table));
     tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache->cache_seqlens));
@@ -338,6 +345,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "--k-scale and --v-scale (default 1).\n"
       "Dropout (a spec with dropout): --dropout P with --seed S and --offset O; the backward (--do)\n"
       "regenerates the forward's mask.\n"
+      "score_mod / mask_mod (a spec with them): each captured tensor as --capture NAME=FILE.npy (<f4 or <i4,\n"
+      "of the shape its extents give for the call) and each scalar as --scalar NAME=VALUE.\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");
@@ -359,6 +368,10 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       ->type_name("FORMAT");
   run_app->add_option("--k-scale", args->k_scale, "fp8_e4m3 caches: the scale of every stored k value")->type_name("X");
   run_app->add_option("--v-scale", args->v_scale, "fp8_e4m3 caches: the scale of every stored v value")->type_name("X");
+  run_app->add_option("--capture", args->captures, "score_mod / mask_mod: a captured tensor (repeat per tensor)")
+      ->type_name("NAME=FILE.npy");
+  run_app->add_option("--scalar", args->scalars, "score_mod / mask_mod: a runtime scalar (repeat per scalar)")
+      ->type_name("NAME=VALUE");
   run_app->add_option("--dropout", args->dropout, "dropout probability in [0, 1) (spec dropout)")->type_name("P");
   run_app->add_option("--seed", args->seed, "dropout: the Philox key (64 bits)")->type_name("S");
   run_app->add_option("--offset", args->offset, "dropout: the Philox counter's last word (32 bits)")->type_name("O");

@@ -50,6 +50,27 @@ Json buffers_json(const plan::KernelPlan& p) {
   return buffers;
 }
 
+// score_mod and mask_mod as the runtime needs them: which are compiled in,
+// the id selection matches, the scalar count and each captured tensor's
+// extents as coefficients of (1, B, Hq, Hkv, Sq, Sk), so that a reader needs
+// no expression parser.
+Json mods_json(const plan::KernelPlan& p) {
+  const expr::ScoreFunctions& m = p.spec.mods;
+  Json j;
+  j["id"] = fmt::format("{:016x}", spec::mods_id(p.spec));
+  j["score_mod"] = !m.score_mod.empty();
+  j["mask_mod"] = !m.mask_mod.empty();
+  j["scalars"] = m.scalars.size();
+  j["captures"] = Json::array();
+  for (const expr::CaptureDecl& c : m.captures) {
+    Json extents = Json::array();
+    for (const expr::LinearForm& e : c.extents)
+      extents.push_back({e.constant, e.size[0], e.size[1], e.size[2], e.size[3], e.size[4]});
+    j["captures"].push_back({{"name", c.name}, {"dtype", expr::spelling(c.type)}, {"extents", extents}});
+  }
+  return j;
+}
+
 Json function_constants_json(const plan::KernelPlan& p) {
   Json constants = Json::array();
   for (const plan::FunctionConstantSlot& c : p.function_constants) {
@@ -74,6 +95,7 @@ Json kernel_json(const plan::KernelPlan& p) {
   k["dispatch"] = dispatch_json(p);
   k["buffers"] = buffers_json(p);
   k["function_constants"] = function_constants_json(p);
+  if (p.spec.mods.any()) k["mods"] = mods_json(p);
   Json params;
   params["struct"] = kParamsStruct;
   params["buffer"] = plan::kParamsIndex;

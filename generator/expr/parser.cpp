@@ -299,9 +299,11 @@ NodePtr parse_expression(std::string_view text) {
   if (text.size() > kMaxExpressionLength)
     throw ExpressionError(int(kMaxExpressionLength) + 1,
                           fmt::format("expressions are limited to {} characters", kMaxExpressionLength));
+  // Printable ASCII only: the text is also pasted into a comment of the
+  // generated kernel, where a line break would turn the rest into code.
   for (size_t i = 0; i < text.size(); ++i)
-    if (static_cast<unsigned char>(text[i]) >= 0x80)
-      throw ExpressionError(int(i) + 1, "expected ASCII text (operators, names, numbers)");
+    if (static_cast<unsigned char>(text[i]) >= 0x7f || static_cast<unsigned char>(text[i]) < 0x20)
+      throw ExpressionError(int(i) + 1, "expected printable ASCII text on one line (operators, names, numbers)");
   return Parser(text).whole();
 }
 

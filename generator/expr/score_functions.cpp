@@ -38,6 +38,33 @@ std::string shape_text(const CaptureDecl& c) {
   return fmt::format("({})", fmt::join(parts, ", "));
 }
 
+// `text` after `prefix`, broken at spaces into lines of at most 120 columns,
+// continuation lines starting with `continuation` (a space between tokens is
+// never inside one, so the C meaning is unchanged).
+std::string wrapped(const std::string& prefix, const std::string& text, const std::string& continuation) {
+  constexpr size_t kColumns = 120;
+  std::string out = prefix;
+  size_t column = prefix.size();
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(' ', at + 1);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(at, end - at);  // with its leading space, except the first
+    if (column + word.size() > kColumns && at > 0) {
+      out += "\n" + continuation;
+      column = continuation.size();
+      const std::string bare = word.substr(1);
+      out += bare;
+      column += bare.size();
+    } else {
+      out += word;
+      column += word.size();
+    }
+    at = end;
+  }
+  return out;
+}
+
 }  // namespace
 
 CheckedScoreFunctions check_score_functions(const ScoreFunctions& f) {
@@ -66,12 +93,12 @@ LinearForm parse_extent(const std::string& text) {
   return *r.low;
 }
 
-std::string msl_functions(const ScoreFunctions& f) {
+std::string msl_functions(const ScoreFunctions& f, bool with_slope) {
   const CheckedScoreFunctions c = check_score_functions(f);
   std::string s;
   s += "\n// ---- score_mod and mask_mod (DESIGN.md section 13), compiled from the spec ----\n";
-  if (c.score_mod) s += fmt::format("// score_mod: {}\n", f.score_mod);
-  if (c.mask_mod) s += fmt::format("// mask_mod:  {}\n", f.mask_mod);
+  if (c.score_mod) s += wrapped("// score_mod: ", f.score_mod, "//   ") + "\n";
+  if (c.mask_mod) s += wrapped("// mask_mod:  ", f.mask_mod, "//   ") + "\n";
   s += "// What the expressions read: captured tensors (row-major, bound at launch, every\n"
        "// index proven inside its extent when the kernel was generated), runtime scalars\n"
        "// and the call's sizes.\n";
@@ -92,38 +119,57 @@ std::string msl_functions(const ScoreFunctions& f) {
   const std::string params = "int b, int h, int q_idx, int kv_idx, ModInputs m";
   if (c.score_mod) {
     s += fmt::format("\n// The score after scale and softcap, modified (natural log units).\n"
-                     "inline float score_mod(float score, {}) {{\n  return {};\n}}\n",
-                     params, to_msl(*c.score_mod, c.env));
-    s += fmt::format("\n// d score_mod / d score (derived by the generator), what the backward multiplies dS by.\n"
-                     "inline float score_mod_slope(float score, {}) {{\n  return {};\n}}\n",
-                     params, to_msl(*c.score_slope, c.env));
+                     "inline float score_mod(float score, {}) {{\n{};\n}}\n",
+                     params, wrapped("  return ", to_msl(*c.score_mod, c.env), "      "));
+    if (with_slope)
+      s += fmt::format("\n// d score_mod / d score (derived by the generator), what the backward multiplies dS by.\n"
+                       "inline float score_mod_slope(float score, {}) {{\n{};\n}}\n",
+                       params, wrapped("  return ", to_msl(*c.score_slope, c.env), "      "));
   }
   if (c.mask_mod) {
     s += fmt::format("\n// Whether query q_idx may see key kv_idx (with every built-in rule).\n"
-                     "inline bool mask_mod({}) {{\n  return {};\n}}\n",
-                     params, to_msl(*c.mask_mod, c.env));
+                     "inline bool mask_mod({}) {{\n{};\n}}\n",
+                     params, wrapped("  return ", to_msl(*c.mask_mod, c.env), "      "));
   }
+  s.pop_back();  // the template ends the line
   return s;
 }
+
+std::string capture_buffer_name(const std::string& capture) { return "capture_" + capture; }
 
 std::string msl_parameters(const ScoreFunctions& f, const std::string& indent) {
   std::string s;
   if (!f.scalars.empty())
     s += fmt::format("{}constant float* mod_scalars [[buffer({})]],\n", indent, kModScalarsIndex);
   for (size_t i = 0; i < f.captures.size(); ++i)
-    s += fmt::format("{}const device {}* capture_{} [[buffer({})]],\n", indent, element_type(f.captures[i].type),
-                     f.captures[i].name, kFirstCaptureIndex + i);
+    s += fmt::format("{}const device {}* {} [[buffer({})]],\n", indent, element_type(f.captures[i].type),
+                     capture_buffer_name(f.captures[i].name), kFirstCaptureIndex + i);
+  if (!s.empty()) s.pop_back();  // the template ends the line
   return s;
 }
 
 std::string msl_inputs(const ScoreFunctions& f) {
   std::vector<std::string> fields;
-  for (const CaptureDecl& c : f.captures) fields.push_back("capture_" + c.name);
+  for (const CaptureDecl& c : f.captures) fields.push_back(capture_buffer_name(c.name));
   for (size_t i = 0; i < f.scalars.size(); ++i) fields.push_back(fmt::format("mod_scalars[{}]", i));
   for (const char* size : {"int(params.batch)", "int(params.heads_q)", "int(params.heads_kv)", "int(seq_q)",
                            "int(seq_k)"})
     fields.push_back(size);
-  return fmt::format("const ModInputs mods = {{{}}};", fmt::join(fields, ", "));
+  // Wrapped to the kernels' 120 columns, continuation lines under the brace.
+  const std::string head = "const ModInputs mods = {";
+  std::string out = head, line;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const std::string piece = fields[i] + (i + 1 < fields.size() ? ", " : "};");
+    if (!line.empty() && 2 + head.size() + line.size() + piece.size() > 120) {
+      out += line + "\n" + std::string(2 + head.size(), ' ');
+      line.clear();
+    }
+    line += piece;
+  }
+  out += line;
+  // No trailing blanks where a line was broken after ", ".
+  for (size_t at = out.find(", \n"); at != std::string::npos; at = out.find(", \n")) out.erase(at + 1, 1);
+  return out;
 }
 
 }  // namespace mfagen::expr

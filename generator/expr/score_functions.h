@@ -53,14 +53,20 @@ struct CheckedScoreFunctions {
 CheckedScoreFunctions check_score_functions(const ScoreFunctions& f);
 
 // The kernel-side MSL: the ModInputs struct, the integer helpers and
-// score_mod(), score_mod_slope() and mask_mod() (those the spec has).
-std::string msl_functions(const ScoreFunctions& f);
+// score_mod() and mask_mod() (those the spec has), and for the backward
+// (`with_slope`) score_mod_slope(), d score_mod / d score.
+std::string msl_functions(const ScoreFunctions& f, bool with_slope);
 // Kernel parameters that bind the scalars and captured tensors, one per line,
-// each line `indent` then the parameter and a comma.
+// each line `indent` then the parameter and a comma (no newline after the last).
 std::string msl_parameters(const ScoreFunctions& f, const std::string& indent);
 // The statement building `mods` inside a kernel, from its parameters and the
 // locals seq_q and seq_k.
 std::string msl_inputs(const ScoreFunctions& f);
+
+// The kernel parameter (and manifest buffer) that binds a captured tensor:
+// "capture_" + its name, so that no name a spec gives can clash with the
+// kernel's own parameters and locals.
+std::string capture_buffer_name(const std::string& capture);
 
 // An extent of a captured tensor's shape as the spec writes it: a positive
 // integer, or text like "Sq + Sk - 1" (a linear form of B, Hq, Hkv, Sq, Sk).

@@ -366,13 +366,13 @@ class Checker {
         unify(*n);
         n->type = n->args[0]->type;
         return n;
-      case Function::exp:
-      case Function::log:
-      case Function::tanh:
       case Function::to_float:
         // float(x): the promotion of an int, and nothing for a float.
         require_number(*n->args[0], what);
         return promoted(n->args[0]);
+      case Function::exp:
+      case Function::log:
+      case Function::tanh:
       case Function::sqrt:
       case Function::floor:
         require_number(*n->args[0], what);

@@ -1,5 +1,7 @@
 #include "plan/dispatch_info.h"
 
+#include "spec/canonical.h"
+
 namespace mfagen::plan {
 
 KvFormat kv_format(const spec::KernelSpec& s) {
@@ -48,6 +50,19 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.paged = p.spec.kv_cache == spec::KvCache::paged;
   info.kv_format = kv_format(p.spec);
   info.dropout = p.spec.dropout;
+  info.score_mod = !p.spec.mods.score_mod.empty();
+  info.mask_mod = !p.spec.mods.mask_mod.empty();
+  info.mods_id = spec::mods_id(p.spec);
+  info.mod_scalars = uint32_t(p.spec.mods.scalars.size());
+  for (const expr::CaptureDecl& c : p.spec.mods.captures) {
+    CapturedTensor t;
+    t.name = c.name;
+    t.buffer = expr::capture_buffer_name(c.name);
+    t.is_float = c.type == expr::CaptureType::float32;
+    for (const expr::LinearForm& e : c.extents)
+      t.extents.push_back({e.constant, e.size[0], e.size[1], e.size[2], e.size[3], e.size[4]});
+    info.captures.push_back(std::move(t));
+  }
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;

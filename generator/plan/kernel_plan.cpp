@@ -68,6 +68,11 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, "dropout",
            "dropout is a training feature (kind forward or backward on dense k and v); decode, paged and quantized "
            "caches serve inference: leave dropout out");
+  if (s.mods.any() && (s.kind == spec::Kind::decode || s.layout == spec::Layout::varlen ||
+                       s.kv_cache == spec::KvCache::paged || spec::kv_quantized(s.kv_dtype)))
+    refuse(s, s.mods.score_mod.empty() ? "mask_mod" : "score_mod",
+           "score_mod and mask_mod compile into forward and backward kernels on dense tensors in this version "
+           "(kind forward or backward, layout dense, kv_cache dense, k and v in the spec's dtype)");
   if (s.dropout && s.layout == spec::Layout::varlen)
     refuse(s, "dropout",
            "dropout with packed sequences is not supported in this version (the mask's counter is per dense "
@@ -140,6 +145,13 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
     buffers.push_back({kCuSeqlensQIndex, "cu_seqlens_q", "device const int*", false});
     buffers.push_back({kCuSeqlensKIndex, "cu_seqlens_k", "device const int*", false});
   }
+  if (!s.mods.scalars.empty())
+    buffers.push_back({expr::kModScalarsIndex, "mod_scalars", "constant float*", false});
+  for (size_t i = 0; i < s.mods.captures.size(); ++i)
+    buffers.push_back({expr::kFirstCaptureIndex + uint32_t(i), expr::capture_buffer_name(s.mods.captures[i].name),
+                       s.mods.captures[i].type == expr::CaptureType::float32 ? "device const float*"
+                                                                              : "device const int*",
+                       false});
   if (s.kind == spec::Kind::decode) {
     buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
     buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
@@ -165,7 +177,8 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
 uint32_t params_bytes(const spec::KernelSpec& s) {
   uint32_t bytes = 8 * (14 + (s.mask != spec::MaskKind::none ? 4 : 0));
   bytes += 4 * 6;                                           // batch, heads_q, heads_kv, seq_q, seq_k, scale_log2
-  if (s.softcap) bytes += 4 * 2;                            // scale, softcap
+  if (s.softcap || !s.mods.score_mod.empty()) bytes += 4;  // scale (softcap and score_mod see the scaled score)
+  if (s.softcap) bytes += 4;                                // softcap
   if (s.window) bytes += 4 * 2;                             // window_left, window_right
   if (s.alibi) bytes += 4;                                  // alibi_batch_stride
   if (s.kv_cache == spec::KvCache::paged) bytes += 4 * 3;   // page_size, max_pages, num_pages

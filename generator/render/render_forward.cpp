@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "expr/score_functions.h"
 #include "render/template_engine.h"
 #include "spec/canonical.h"
 
@@ -25,6 +26,7 @@ std::string number(uint32_t n) { return std::to_string(n); }
 std::string score_formula(const spec::KernelSpec& s) {
   std::string f = s.softcap ? "softcap * tanh(scale * <q_i, k_j> / softcap)" : "scale * <q_i, k_j>";
   if (s.alibi) f += " - slope[h] * |i + offset - j|";
+  if (!s.mods.score_mod.empty()) f = "score_mod(" + f + ", b, h, i, j)";
   if (s.mask == spec::MaskKind::additive) f += " + mask[b,h,i,j]";
   return f;
 }
@@ -35,6 +37,7 @@ std::string visibility_rule(const spec::KernelSpec& s) {
   if (s.window) rules.push_back("i + offset - left <= j <= i + offset + right");
   if (s.mask == spec::MaskKind::boolean) rules.push_back("mask[b,h,i,j]");
   if (s.mask == spec::MaskKind::additive) rules.push_back("mask[b,h,i,j] != -inf");
+  if (!s.mods.mask_mod.empty()) rules.push_back("mask_mod(b, h, i, j)");
   std::string r;
   for (const std::string& rule : rules) r += (r.empty() ? "" : " and ") + rule;
   return r;
@@ -126,8 +129,23 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"k_unit", s.kv_dtype == spec::KvDType::fp8_e4m3 ? "params.k_scale * 256.0f" : "1.0f"},
       {"v_unit", s.kv_dtype == spec::KvDType::fp8_e4m3 ? "params.v_scale * 256.0f" : "1.0f"},
       {"mask", mask},
+      // score_mod / mask_mod (DESIGN.md section 13): generated functions, and
+      // the parameters and inputs that feed them (indented as the template's
+      // signatures, aligned under "kernel void {{entry}}(").
+      {"mods", s.mods.any()},
+      {"score_mod", !s.mods.score_mod.empty()},
+      {"mask_mod", !s.mods.mask_mod.empty()},
+      {"natural_scale", s.softcap || !s.mods.score_mod.empty()},
+      {"score_slope", s.softcap || !s.mods.score_mod.empty()},  // backward: dS times d s / d z
+      {"score_batch", mask || s.mods.any()},
+      {"mod_functions", s.mods.any() ? expr::msl_functions(s.mods, s.kind == spec::Kind::backward) : std::string()},
+      {"mod_parameters", !s.mods.scalars.empty() || !s.mods.captures.empty()},
+      {"mod_parameters_forward", expr::msl_parameters(s.mods, std::string(22, ' '))},
+      {"mod_parameters_dkdv", expr::msl_parameters(s.mods, std::string(27, ' '))},
+      {"mod_parameters_dq", expr::msl_parameters(s.mods, std::string(25, ' '))},
+      {"mod_inputs", s.mods.any() ? expr::msl_inputs(s.mods) : std::string()},
       // Scores without additive terms stay raw dots until the exp2 (forward).
-      {"plain_scores", !s.softcap && !s.alibi && !mask},
+      {"plain_scores", !s.softcap && !s.alibi && !mask && !s.mods.any()},
       // float32 promises its band at large logits: dot products summed per 8-wide slice.
       {"precise_scores", s.dtype == spec::DType::float32},
       {"mask_bool", s.mask == spec::MaskKind::boolean},

@@ -37,12 +37,13 @@ std::string CallRequest::describe() const {
   if (paged) d += ", a paged KV cache";
   if (kv_format != KvFormat::elements) d += fmt::format(", {} k and v", to_string(kv_format));
   if (dropout) d += ", dropout";
+  if (mods) d += ", captured tensors or scalars (score_mod / mask_mod)";
   if (backward) d += ", dO (backward)";
   return d;
 }
 
 AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtype, CausalMode causal, MaskInput mask,
-                         bool need_lse) {
+                         bool need_lse, uint64_t mods_id) {
   AttentionQuery q;
   q.kind = kind;
   q.dtype = dtype;
@@ -58,27 +59,30 @@ AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtyp
   q.paged = r.paged;
   q.kv_format = r.kv_format;
   q.dropout = r.dropout;
+  q.mods_id = mods_id;
   q.need_lse = need_lse;
   q.shape = {r.batch, r.heads_q, r.heads_kv, r.seq_q, r.seq_k};
   return q;
 }
 
 const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file) {
-  // The (dtype, causal, mask kind) combinations the set offers, in spec order.
-  std::vector<std::tuple<ElementType, CausalMode, MaskInput>> keys;
+  // The (dtype, causal, mask kind, score_mod/mask_mod) combinations the set offers, in spec order.
+  std::vector<std::tuple<ElementType, CausalMode, MaskInput, uint64_t>> keys;
   for (const KernelEntry& k : library.kernels()) {
     if (request.dtype && to_string(k.dtype) != spec::to_string(*request.dtype)) continue;
     if (request.causal && to_string(k.causal) != spec::to_string(*request.causal)) continue;
     if ((k.info.mask != MaskInput::none) != request.has_mask) continue;
-    const auto key = std::make_tuple(k.dtype, k.causal, k.info.mask);
+    if (request.mods && k.info.mods_id == 0) continue;
+    const auto key = std::make_tuple(k.dtype, k.causal, k.info.mask, k.info.mods_id);
     bool seen = false;
     for (const auto& other : keys) seen = seen || other == key;
     if (!seen) keys.push_back(key);
   }
   const KernelKind kind = request.backward ? KernelKind::backward : KernelKind::forward;
-  for (const auto& [dtype, causal, mask] : keys)
+  for (const auto& [dtype, causal, mask, mods_id] : keys)
     for (bool need_lse : {true, false})  // run writes lse.npy when the kernel can
-      if (const KernelEntry* k = library.find(query_for(request, kind, dtype, causal, mask, need_lse))) return *k;
+      if (const KernelEntry* k = library.find(query_for(request, kind, dtype, causal, mask, need_lse, mods_id)))
+        return *k;
   std::string have;
   for (const KernelEntry& k : library.kernels()) have += "\n  " + describe_kernel(k);
   throw CallError(fmt::format("{} has no kernel for this call ({}); its kernels:{}", spec_file, request.describe(),

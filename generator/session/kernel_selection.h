@@ -2,7 +2,10 @@
 // chosen the way an app's runtime chooses (mfagen::Library, DESIGN.md section 8): the spec set becomes an
 // in-memory manifest and the library's selection rule picks by shape and
 // features. A call does not state its dtype or causal mode, so they are taken
-// from the set's kernels in spec order (or from --dtype / --causal).
+// from the set's kernels in spec order (or from --dtype / --causal); nor does
+// it state score_mod / mask_mod expressions: a kernel with them serves the
+// call in spec order like any other (and only such kernels, when the call
+// gives captured tensors or scalars).
 #pragma once
 
 #include <optional>
@@ -22,6 +25,7 @@ struct CallRequest {
   bool paged = false;   // a paged KV cache: seq_k is the longest cache length
   KvFormat kv_format = KvFormat::elements;  // quantized k and v
   bool dropout = false;                     // --dropout given
+  bool mods = false;  // --capture or --scalar given: only score_mod / mask_mod kernels serve the call
   std::optional<spec::DType> dtype;
   std::optional<spec::Causal> causal;
   std::string describe() const;
@@ -32,6 +36,6 @@ const KernelEntry& select_kernel(const Library& library, const CallRequest& requ
 
 // The query the runtime answers for a request, given the kernel's dtype and causal mode.
 AttentionQuery query_for(const CallRequest& request, KernelKind kind, ElementType dtype, CausalMode causal,
-                         MaskInput mask, bool need_lse);
+                         MaskInput mask, bool need_lse, uint64_t mods_id = 0);
 
 }  // namespace mfagen::session

@@ -26,6 +26,35 @@ std::string_view short_name(DType t) {
   return "?";
 }
 
+// score_mod, mask_mod and what they read, as they appear in the canonical form.
+nlohmann::ordered_json mods_json(const expr::ScoreFunctions& m) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!m.score_mod.empty()) j["score_mod"] = m.score_mod;
+  if (!m.mask_mod.empty()) j["mask_mod"] = m.mask_mod;
+  if (!m.captures.empty()) {
+    nlohmann::ordered_json captures = nlohmann::ordered_json::object();
+    for (const expr::CaptureDecl& c : m.captures) {
+      nlohmann::ordered_json shape = nlohmann::ordered_json::array();
+      for (const expr::LinearForm& e : c.extents) {
+        if (e.is_constant()) shape.push_back(e.constant);
+        else shape.push_back(e.text());
+      }
+      captures[c.name] = {{"dtype", expr::spelling(c.type)}, {"shape", shape}};
+    }
+    j["captures"] = captures;
+  }
+  if (!m.scalars.empty()) j["scalars"] = m.scalars;
+  return j;
+}
+
+uint64_t fnv1a(std::string_view bytes, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 }  // namespace
 
 std::string derived_name(const KernelSpec& s) {
@@ -44,11 +73,15 @@ std::string derived_name(const KernelSpec& s) {
   if (s.kv_cache == KvCache::paged) n += "_paged";
   if (s.kv_dtype != KvDType::as_dtype) n += fmt::format("_kv_{}", to_string(s.kv_dtype));
   if (s.dropout) n += "_dropout";
+  // Expressions do not fit a name: a short hash of them tells kernels apart.
+  if (s.mods.any()) n += fmt::format("_mods_{:08x}", uint32_t(mods_id(s) >> 32));
   if (!s.lse) n += "_nolse";
   if (s.tiles) n += fmt::format("_q{}k{}s{}", s.tiles->block_q, s.tiles->block_k, s.tiles->simdgroups);
   if (s.target != Target::apple9) n += fmt::format("_{}", to_string(s.target));
   return n;
 }
+
+uint64_t mods_id(const KernelSpec& s) { return s.mods.any() ? fnv1a(mods_json(s.mods).dump()) : 0; }
 
 std::string canonical_json(const KernelSpec& s) {
   nlohmann::ordered_json j;
@@ -69,6 +102,8 @@ std::string canonical_json(const KernelSpec& s) {
   if (s.kv_cache != KvCache::dense) j["kv_cache"] = to_string(s.kv_cache);
   if (s.kv_dtype != KvDType::as_dtype) j["kv_dtype"] = to_string(s.kv_dtype);
   if (s.dropout) j["dropout"] = true;
+  const nlohmann::ordered_json mods = mods_json(s.mods);
+  for (const auto& [key, value] : mods.items()) j[key] = value;
   j["lse"] = s.lse;
   j["accumulate"] = "float32";
   if (s.tiles) {
@@ -86,16 +121,9 @@ std::string canonical_json(const KernelSpec& s) {
 std::string spec_hash(const KernelSpec& spec, std::string_view template_version) {
   // FNV-1a, 64-bit: tiny, stable across platforms and releases, and enough
   // to tell specs apart in a manifest (not a security boundary).
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](std::string_view bytes) {
-    for (unsigned char c : bytes) {
-      h ^= c;
-      h *= 0x100000001b3ull;
-    }
-  };
-  mix(canonical_json(spec));
-  mix("|");
-  mix(template_version);
+  uint64_t h = fnv1a(canonical_json(spec));
+  h = fnv1a("|", h);
+  h = fnv1a(template_version, h);
   return fmt::format("{:016x}", h);
 }
 

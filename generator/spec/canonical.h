@@ -11,7 +11,8 @@
 namespace mfagen::spec {
 
 // attn_{fwd|decode|bwd}_{f16|bf16|f32}_d{D}[_dv{Dv}][_causal_tl|_causal_br]
-// [_gqa][_mask_bool|_mask_add][_window][_softcap][_alibi][_sinks][_varlen][_paged][_kv_{kv_dtype}][_dropout][_nolse]
+// [_gqa][_mask_bool|_mask_add][_window][_softcap][_alibi][_sinks][_varlen][_paged][_kv_{kv_dtype}][_dropout]
+// [_mods_{8 hex digits of mods_id}][_nolse]
 // [_q{bq}k{bk}s{sg}][_apple7|_apple8|_apple10], each optional part present
 // when it differs from the default (gqa: when true; target: when not apple9),
 // e.g. "attn_fwd_f16_d128_causal_br_gqa". Distinct specs get distinct names.
@@ -22,6 +23,11 @@ std::string derived_name(const KernelSpec& spec);
 // and origin left out). Parsing it back gives the same spec, with the name
 // now given.
 std::string canonical_json(const KernelSpec& spec);
+
+// Identifies a spec's score_mod, mask_mod and what they read (64-bit FNV-1a
+// of their canonical JSON); 0 for a spec without them. The manifest records
+// it and runtime selection matches it exactly.
+uint64_t mods_id(const KernelSpec& spec);
 
 // 16 lowercase hex digits: 64-bit FNV-1a of canonical_json(spec) + "|" +
 // template_version.

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "spec/canonical.h"
+#include "spec/score_function_fields.h"
 #include "spec/spec_fields.h"
 
 namespace mfagen::spec::detail {
@@ -41,6 +42,9 @@ std::vector<KernelSpec> expand_kernel_object(const Json& object, const Where& at
   check_known_fields(object, at, kernel_field_names());
   if (object.contains("comment")) read_string(object["comment"], at.field("comment"));
 
+  const ModDeclarations declared = read_mod_declarations(object, at);
+  check_mod_expressions(object, at, declared);
+
   std::vector<std::vector<Setter>> choices;  // one entry per field present, in table order
   uint64_t count = 1;
   for (const FieldRule& rule : list_fields()) {
@@ -73,6 +77,8 @@ std::vector<KernelSpec> expand_kernel_object(const Json& object, const Where& at
   for (uint64_t n = 0; n < count; ++n) {
     KernelSpec spec;
     for (size_t f = 0; f < choices.size(); ++f) choices[f][index[f]](spec);
+    spec.mods.captures = declared.captures;
+    spec.mods.scalars = declared.scalars;
     complete(spec, at);
     spec.name_given = name.has_value();
     spec.name = name ? *name : derived_name(spec);

@@ -2,7 +2,7 @@
 // given as a list contributes each of its values; the result is the
 // cartesian product over the fields in the table order of DESIGN.md section
 // 2 (kind, dtype, head_dim, head_dim_v, causal, gqa, mask, window, softcap,
-// alibi, sinks, layout, kv_cache, kv_dtype, dropout, lse, accumulate, tiles, target) with the LAST field varying fastest,
+// alibi, sinks, layout, kv_cache, kv_dtype, dropout, score_mod, mask_mod, lse, accumulate, tiles, target) with the LAST field varying fastest,
 // like nested loops written in that order.
 #pragma once
 

@@ -85,7 +85,7 @@ bool KernelSpec::operator==(const KernelSpec& o) const {
   return kind == o.kind && dtype == o.dtype && head_dim == o.head_dim &&
          head_dim_v == o.head_dim_v && causal == o.causal && gqa == o.gqa &&
          mask == o.mask && window == o.window && softcap == o.softcap &&
-         alibi == o.alibi && sinks == o.sinks && layout == o.layout && kv_cache == o.kv_cache && kv_dtype == o.kv_dtype && dropout == o.dropout && lse == o.lse && tiles == o.tiles &&
+         alibi == o.alibi && sinks == o.sinks && layout == o.layout && kv_cache == o.kv_cache && kv_dtype == o.kv_dtype && dropout == o.dropout && mods == o.mods && lse == o.lse && tiles == o.tiles &&
          target == o.target && name == o.name && name_given == o.name_given;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "expr/score_functions.h"
+
 namespace mfagen::spec {
 
 enum class Kind { forward, decode, backward };
@@ -93,6 +95,9 @@ struct KernelSpec {
   KvCache kv_cache = KvCache::dense;
   KvDType kv_dtype = KvDType::as_dtype;
   bool dropout = false;  // Philox dropout of P.V weights, runtime p, seed and offset (DESIGN.md section 13)
+  // score_mod and mask_mod with the captured tensors and scalars they read
+  // (DESIGN.md section 13); checked when the spec is read.
+  expr::ScoreFunctions mods;
   bool lse = true;
   // "accumulate" is always float32 (the only accepted value); not stored.
   std::optional<Tiles> tiles;  // absent: the planner's table decides

@@ -98,7 +98,15 @@ Setter tiles(const Json& value, const Where& at) {
   return [t](KernelSpec& s) { s.tiles = t; };
 }
 
-constexpr std::array<FieldRule, 19> kListFields{{
+// score_mod and mask_mod: the text; check_mod_expressions() has checked it
+// against the object's captures and scalars before any setter runs.
+template <std::string expr::ScoreFunctions::*Member>
+Setter mod_expression(const Json& value, const Where& at) {
+  std::string text = read_string(value, at);
+  return [text](KernelSpec& s) { s.mods.*Member = text; };
+}
+
+constexpr std::array<FieldRule, 21> kListFields{{
     {"kind", false, enum_field<&KernelSpec::kind, kAllKinds>},
     {"dtype", true, enum_field<&KernelSpec::dtype, kAllDTypes>},
     {"head_dim", true, head_dim},
@@ -114,15 +122,18 @@ constexpr std::array<FieldRule, 19> kListFields{{
     {"kv_cache", false, enum_field<&KernelSpec::kv_cache, kAllKvCaches>},
     {"kv_dtype", false, kv_dtype},
     {"dropout", false, bool_field<&KernelSpec::dropout>},
+    {"score_mod", false, mod_expression<&expr::ScoreFunctions::score_mod>},
+    {"mask_mod", false, mod_expression<&expr::ScoreFunctions::mask_mod>},
     {"lse", false, bool_field<&KernelSpec::lse>},
     {"accumulate", false, accumulate},
     {"tiles", false, tiles},
     {"target", false, enum_field<&KernelSpec::target, kAllTargets>},
 }};
 
-constexpr std::array<std::string_view, 21> kKernelFieldNames{
-    "kind", "dtype", "head_dim", "head_dim_v", "causal", "gqa", "mask", "window",
-    "softcap", "alibi", "sinks", "layout", "kv_cache", "kv_dtype", "dropout", "lse", "accumulate", "tiles", "target", "name", "comment"};
+constexpr std::array<std::string_view, 25> kKernelFieldNames{
+    "kind",     "dtype",    "head_dim", "head_dim_v", "causal",   "gqa",        "mask",  "window", "softcap",
+    "alibi",    "sinks",    "layout",   "kv_cache",   "kv_dtype", "dropout",    "score_mod", "mask_mod", "lse",
+    "accumulate", "tiles", "target",   "captures",   "scalars",  "name",       "comment"};
 
 }  // namespace
 

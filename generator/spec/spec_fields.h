@@ -25,11 +25,12 @@ struct FieldRule {
 
 // The fields that may be lists, in the table order of DESIGN.md section 2:
 // kind, dtype, head_dim, head_dim_v, causal, gqa, mask, window, softcap,
-// alibi, sinks, layout, kv_cache, kv_dtype, dropout, lse, accumulate, tiles, target. Expansion follows this order.
+// alibi, sinks, layout, kv_cache, kv_dtype, dropout, score_mod, mask_mod, lse, accumulate, tiles, target.
+// Expansion follows this order.
 std::span<const FieldRule> list_fields();
 
-// Every field a kernel object accepts: list_fields(), then "name" and
-// "comment" (free text, ignored).
+// Every field a kernel object accepts: list_fields(), then "captures" and
+// "scalars" (score_function_fields.h), "name" and "comment" (free text, ignored).
 std::span<const std::string_view> kernel_field_names();
 
 // A user-given kernel name: a string, and a usable Metal identifier.

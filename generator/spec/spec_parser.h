@@ -4,7 +4,7 @@
 // list of kernel objects; the root and every kernel object may carry a
 // "comment" string, which is ignored. A field given as a list expands to the
 // cartesian product over the fields in table order (kind, dtype, head_dim,
-// head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, dropout, lse, accumulate,
+// head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, dropout, score_mod, mask_mod, lse, accumulate,
 // tiles, target), the LAST field varying fastest; kernels come out in file
 // order, each object's expansion in that order. Kernel names (given or
 // derived) must be unique.

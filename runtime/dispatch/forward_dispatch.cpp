@@ -113,6 +113,22 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
 
 }  // namespace
 
+uint64_t captured_elements(const CapturedTensor& t, const AttentionShape& s) {
+  const int64_t sizes[6] = {1, int64_t(s.batch), int64_t(s.heads_q), int64_t(s.heads_kv), int64_t(s.seq_q),
+                            int64_t(s.seq_k)};
+  uint64_t count = 1;
+  for (size_t d = 0; d < t.extents.size(); ++d) {
+    int64_t extent = 0;
+    for (int i = 0; i < 6; ++i) extent += t.extents[d][i] * sizes[i];
+    require(extent >= 1, "captured tensor " + t.name + ": extent " + std::to_string(d) + " is " +
+                             std::to_string(extent) + " for this call's shape; it must be at least 1");
+    count *= uint64_t(extent);
+    require(count <= uint64_t(kMaxSeq), "captured tensor " + t.name + " would hold more than 2^31-1 elements for "
+                                        "this call's shape");
+  }
+  return count;
+}
+
 ForwardStrides packed_varlen(const AttentionShape& s, uint64_t total_q, uint32_t d, uint32_t dv, KvFormat kv) {
   const uint64_t k_row = kv_row_units(kv, d), v_row = kv_row_units(kv, dv);
   ForwardStrides st;
@@ -234,6 +250,10 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
                             checked_mul(call.alibi_per_batch ? shape.batch * shape.heads_q : shape.heads_q, 4, "alibi"),
                             false});
   if (kernel.sinks) plan.buffers.push_back({kForwardSinks, "sinks", checked_mul(shape.heads_q, 4, "sinks"), false});
+  if (kernel.mod_scalars) plan.buffers.push_back({kForwardModScalars, "mod_scalars", 4ull * kernel.mod_scalars, false});
+  for (size_t i = 0; i < kernel.captures.size(); ++i)
+    plan.buffers.push_back({kForwardFirstCapture + uint32_t(i), kernel.captures[i].buffer,
+                            4 * captured_elements(kernel.captures[i], shape), false});
   if (kernel.paged) {
     plan.buffers.push_back({kForwardBlockTable, "block_table",
                             checked_mul(checked_mul(shape.batch, call.max_pages, "block_table"), 4, "block_table"), false});
@@ -279,11 +299,15 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
 
   // The launches and the buffers each binds.
-  auto bound = [&](std::initializer_list<uint32_t> wanted) {
+  // The score_mod / mask_mod inputs join the launches that compute scores.
+  auto bound = [&](std::initializer_list<uint32_t> wanted, bool scores = false) {
     std::vector<uint32_t> used;
     for (uint32_t index : wanted)
       for (const BufferRequirement& b : plan.buffers)
         if (b.index == index) used.push_back(index);
+    if (scores)
+      for (const BufferRequirement& b : plan.buffers)
+        if (b.index >= kForwardModScalars && b.index < kMaxBufferIndices) used.push_back(b.index);
     return used;
   };
   auto launch = [&](std::string entry, std::array<uint64_t, 3> grid, uint32_t threads, uint32_t tg_bytes,
@@ -303,10 +327,12 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
            bound({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));
     launch(kernel.entry + "_dkdv", {k_blocks, shape.heads_kv, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                  kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+                  kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK},
+                 true));
     launch(kernel.entry + "_dq", {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                  kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+                  kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK},
+                 true));
     if (kernel.sinks)
       launch(kernel.entry + "_dsinks", {shape.heads_q, 1, 1}, 32, 0,
              bound({kForwardLse, kForwardParams, kBackwardDRows, kForwardSinks, kBackwardDSinks, kForwardCuSeqlensQ}));
@@ -321,7 +347,8 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     launch(kernel.entry, {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
                   kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK, kForwardBlockTable,
-                  kForwardCacheSeqlens}));
+                  kForwardCacheSeqlens},
+                 true));
   }
   return plan;
 }

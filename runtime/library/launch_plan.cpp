@@ -70,6 +70,22 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   return ok;
 }
 
+// captured_elements() of forward_dispatch.cpp without throwing: false when
+// an extent is below 1 or the count passes 2^31 - 1.
+bool captured_count(const CapturedTensor& t, const AttentionShape& s, uint64_t& count) {
+  const int64_t sizes[6] = {1, int64_t(s.batch), int64_t(s.heads_q), int64_t(s.heads_kv), int64_t(s.seq_q),
+                            int64_t(s.seq_k)};
+  count = 1;
+  for (const std::array<int64_t, 6>& e : t.extents) {
+    int64_t extent = 0;
+    for (int i = 0; i < 6; ++i) extent += e[i] * sizes[i];
+    if (extent < 1) return false;
+    count *= uint64_t(extent);
+    if (count > kMaxSeq) return false;
+  }
+  return true;
+}
+
 // ParamsWriter (runtime/dispatch/params_writer.h) over fixed storage.
 struct FixedParams {
   std::byte* bytes;
@@ -179,6 +195,12 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
         false);
   if (info.alibi) add(kForwardAlibi, "alibi_slopes", c.mul(call.alibi_per_batch ? s.batch * s.heads_q : s.heads_q, 4), false);
   const uint64_t sinks_bytes = info.sinks ? add(kForwardSinks, "sinks", c.mul(s.heads_q, 4), false) : 0;
+  if (info.mod_scalars) add(kForwardModScalars, "mod_scalars", 4ull * info.mod_scalars, false);
+  for (size_t i = 0; i < info.captures.size(); ++i) {
+    uint64_t count = 0;
+    if (!captured_count(info.captures[i], s, count)) reject(kernel, call);
+    add(kForwardFirstCapture + uint32_t(i), info.captures[i].buffer, 4 * count, false);
+  }
   if (info.paged) {
     add(kForwardBlockTable, "block_table", c.mul(c.mul(s.batch, call.max_pages), 4), false);
     add(kForwardCacheSeqlens, "cache_seqlens", c.mul(s.batch, 4), false);
@@ -228,6 +250,8 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     l.threadgroup_bytes = tg_bytes;
     l.buffer_mask = wanted & present;
   };
+  // The score_mod / mask_mod inputs (indices 21 and up) join the launches that compute scores.
+  const uint32_t mod_inputs = present & ~((1u << kForwardModScalars) - 1);
   auto bits = [](std::initializer_list<uint32_t> indices) {
     uint32_t m = 0;
     for (uint32_t i : indices) m |= 1u << i;
@@ -240,10 +264,12 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
            bits({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));
     launch(1, k_blocks, s.heads_kv, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                 kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+                 kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}) |
+               mod_inputs);
     launch(2, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                 kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}));
+                 kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}) |
+               mod_inputs);
     if (info.sinks)
       launch(3, s.heads_q, 1, 1, 32, 0,
              bits({kForwardLse, kForwardParams, kBackwardDRows, kForwardSinks, kBackwardDSinks, kForwardCuSeqlensQ}));
@@ -257,7 +283,8 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     launch(0, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,
                  kForwardAlibi, kForwardSinks, kForwardCuSeqlensQ, kForwardCuSeqlensK, kForwardBlockTable,
-                 kForwardCacheSeqlens}));
+                 kForwardCacheSeqlens}) |
+               mod_inputs);
   }
   return plan;
 }

@@ -157,6 +157,48 @@ FunctionConstant parse_function_constant(const Field& f) {
   return c;
 }
 
+// "mods": the score_mod / mask_mod facts (DESIGN.md section 13) a kernel's
+// launch needs: which are compiled in, their id, the scalar count and each
+// captured tensor's extents as coefficients of (1, B, Hq, Hkv, Sq, Sk).
+void parse_mods(const Field& m, KernelEntry& e) {
+  ForwardKernelInfo& info = e.info;
+  const std::string id = m.at("id").string();
+  if (id.size() != 16 || id.find_first_not_of("0123456789abcdef") != std::string::npos || id == "0000000000000000")
+    m.at("id").fail("16 lowercase hex digits, not all zero");
+  info.mods_id = std::stoull(id, nullptr, 16);
+  info.score_mod = m.at("score_mod").boolean();
+  info.mask_mod = m.at("mask_mod").boolean();
+  if (!info.score_mod && !info.mask_mod) m.fail("score_mod or mask_mod true");
+  if (e.kind == KernelKind::decode) m.fail("no mods on a decode kernel (forward and backward only)");
+  info.mod_scalars = uint32_t(m.at("scalars").integer(0, 16));
+  const Field captures = m.at("captures");
+  if (captures.array().size() > kMaxBufferIndices - kForwardFirstCapture) captures.fail("at most 9 captured tensors");
+  for (size_t i = 0; i < captures.array().size(); ++i) {
+    const Field c{captures.value[i], captures.path + "[" + std::to_string(i) + "]"};
+    CapturedTensor t;
+    t.name = c.at("name").string();
+    t.buffer = "capture_" + t.name;
+    const std::string dtype = c.at("dtype").string();
+    if (dtype != "float32" && dtype != "int32") c.at("dtype").fail("\"float32\" or \"int32\"");
+    t.is_float = dtype == "float32";
+    const Field extents = c.at("extents");
+    if (extents.array().empty() || extents.array().size() > 4) extents.fail("1 to 4 extents");
+    for (size_t d = 0; d < extents.array().size(); ++d) {
+      const Field x{extents.value[d], extents.path + "[" + std::to_string(d) + "]"};
+      if (!x.value.is_array() || x.value.size() != 6) x.fail("6 integer coefficients of (1, B, Hq, Hkv, Sq, Sk)");
+      std::array<int64_t, 6> coefficients{};
+      for (size_t j = 0; j < 6; ++j) {
+        if (!x.value[j].is_number_integer() || x.value[j].get<int64_t>() < -(int64_t(1) << 31) ||
+            x.value[j].get<int64_t>() > (int64_t(1) << 31))
+          x.fail("integer coefficients of magnitude at most 2^31");
+        coefficients[j] = x.value[j].get<int64_t>();
+      }
+      t.extents.push_back(coefficients);
+    }
+    info.captures.push_back(std::move(t));
+  }
+}
+
 KernelEntry parse_kernel(const Field& k) {
   KernelEntry e;
   e.name = k.at("name").string();
@@ -199,6 +241,7 @@ KernelEntry parse_kernel(const Field& k) {
   }
   info.dropout = spec.has("dropout") && spec.at("dropout").boolean();
   if (info.dropout && e.kind == KernelKind::decode) spec.at("dropout").fail("false (decode kernels serve inference)");
+  if (k.has("mods")) parse_mods(k.at("mods"), e);
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");

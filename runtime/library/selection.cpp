@@ -29,20 +29,20 @@ int preference(const KernelEntry& k) {
 constexpr uint64_t kNoKey = ~uint64_t(0);
 inline uint64_t exact_key(bool backward, ElementType dtype, uint64_t d, uint64_t dv, CausalMode causal, MaskInput mask,
                           bool window, bool softcap, bool alibi, bool sinks, bool varlen,
-                          bool paged, KvFormat kv, bool dropout) {
+                          bool paged, KvFormat kv, bool dropout, bool mods) {
   if (d >= (uint64_t(1) << 20) || dv >= (uint64_t(1) << 20)) return kNoKey;
   return uint64_t(backward) | (uint64_t(dtype) & 3) << 1 | (uint64_t(causal) & 3) << 3 | (uint64_t(mask) & 3) << 5 |
          uint64_t(window) << 7 | uint64_t(softcap) << 8 | uint64_t(alibi) << 9 | d << 10 | dv << 30 | uint64_t(sinks) << 50 | uint64_t(varlen) << 51 |
-         uint64_t(paged) << 52 | (uint64_t(kv) & 3) << 53 | uint64_t(dropout) << 55;
+         uint64_t(paged) << 52 | (uint64_t(kv) & 3) << 53 | uint64_t(dropout) << 55 | uint64_t(mods) << 56;
 }
 uint64_t exact_key(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
   return exact_key(k.kind == KernelKind::backward, k.dtype, i.head_dim, i.head_dim_v, k.causal, i.mask, i.window,
-                   i.softcap, i.alibi, i.sinks, i.varlen, i.paged, i.kv_format, i.dropout);
+                   i.softcap, i.alibi, i.sinks, i.varlen, i.paged, i.kv_format, i.dropout, i.mods_id != 0);
 }
 inline uint64_t exact_key(const AttentionQuery& q) {  // find()'s hot path
   return exact_key(q.kind == KernelKind::backward, q.dtype, q.head_dim, q.head_dim_v, q.causal, q.mask, q.window,
-                   q.softcap, q.alibi, q.sinks, q.varlen, q.paged, q.kv_format, q.dropout);
+                   q.softcap, q.alibi, q.sinks, q.varlen, q.paged, q.kv_format, q.dropout, q.mods_id != 0);
 }
 uint64_t slot_hash(uint64_t key, uint32_t shift) { return (key * 0x9E3779B97F4A7C15ull) >> shift; }
 
@@ -63,9 +63,16 @@ int distance(const KernelEntry& k, const AttentionQuery& q) {
   const ForwardKernelInfo& i = k.info;
   return (k.dtype != q.dtype) + 2 * (i.head_dim != q.head_dim) + 2 * (i.head_dim_v != q.head_dim_v) +
          (k.causal != q.causal) + (i.mask != q.mask) + (i.window != q.window) + (i.softcap != q.softcap) +
-         (i.alibi != q.alibi) + (i.sinks != q.sinks) + (i.varlen != q.varlen) + (i.paged != q.paged) + (i.kv_format != q.kv_format) + (i.dropout != q.dropout) +
+         (i.alibi != q.alibi) + (i.sinks != q.sinks) + (i.varlen != q.varlen) + (i.paged != q.paged) + (i.kv_format != q.kv_format) + (i.dropout != q.dropout) + 2 * (i.mods_id != q.mods_id) +
          (!i.gqa && q.shape.heads_q != q.shape.heads_kv) + (!i.lse && q.need_lse) +
          2 * ((k.kind == KernelKind::backward) != (q.kind == KernelKind::backward));
+}
+
+std::string hex_id(uint64_t id) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, id >>= 4) s[size_t(i)] = kDigits[id & 15];
+  return s;
 }
 
 std::string describe(const KernelEntry& k) {
@@ -83,6 +90,7 @@ std::string describe(const KernelEntry& k) {
   if (i.paged) d += ", paged";
   if (i.kv_format != KvFormat::elements) d += std::string(", kv ") + std::string(to_string(i.kv_format));
   if (i.dropout) d += ", dropout";
+  if (i.mods_id) d += ", score_mod/mask_mod " + hex_id(i.mods_id);
   if (!i.lse) d += ", no lse";
   return d + ")";
 }
@@ -101,6 +109,7 @@ std::string describe(const AttentionQuery& q) {
   if (q.paged) d += ", paged";
   if (q.kv_format != KvFormat::elements) d += std::string(", kv ") + std::string(to_string(q.kv_format));
   if (q.dropout) d += ", dropout";
+  if (q.mods_id) d += ", score_mod/mask_mod " + hex_id(q.mods_id);
   if (q.need_lse) d += ", lse";
   return d;
 }
@@ -121,7 +130,7 @@ void Library::build_index() {
   candidates_.clear();
   for (uint32_t i : order) {
     const KernelEntry& k = kernels_[i];
-    candidates_.push_back({i, k.kind == KernelKind::decode, !k.info.gqa, !k.info.lse});
+    candidates_.push_back({i, k.kind == KernelKind::decode, !k.info.gqa, !k.info.lse, k.info.mods_id});
   }
   size_t groups = 0;
   for (size_t i = 0; i < order.size(); ++i) groups += i == 0 || keys[order[i]] != keys[order[i - 1]];
@@ -164,7 +173,8 @@ inline const KernelEntry* Library::find_in_index(const AttentionQuery& query) co
   const bool few_queries = query.shape.seq_q <= kMaxDecodeQueries;
   const bool same_heads = query.shape.heads_q == query.shape.heads_kv;
   for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c)
-    if ((!c->decode || few_queries) && (!c->no_gqa || same_heads) && (!c->no_lse || !query.need_lse))
+    if ((!c->decode || few_queries) && (!c->no_gqa || same_heads) && (!c->no_lse || !query.need_lse) &&
+        c->mods_id == query.mods_id)
       return &kernels_[c->kernel];
   return nullptr;
 }
@@ -190,7 +200,12 @@ MissReason Library::miss_reason(const AttentionQuery& query) const noexcept {
   // restriction of the kernel that fails the fewest (the closest one).
   constexpr unsigned kDecode = 1, kGqa = 2, kLse = 4;
   unsigned closest = kDecode | kGqa | kLse;
+  bool same_mods = false;
+  for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c)
+    same_mods = same_mods || c->mods_id == query.mods_id;
+  if (!same_mods) return MissReason::features;  // kernels with other score_mod/mask_mod expressions
   for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c) {
+    if (c->mods_id != query.mods_id) continue;
     const unsigned failed = (c->decode && query.shape.seq_q > kMaxDecodeQueries ? kDecode : 0) |
                             (c->no_gqa && query.shape.heads_q != query.shape.heads_kv ? kGqa : 0) |
                             (c->no_lse && query.need_lse ? kLse : 0);
@@ -229,7 +244,8 @@ std::string_view to_string(MissReason r) {
     case MissReason::only_backward_kernels: return "only backward kernels for this dtype, D and Dv";
     case MissReason::causal_mode: return "no kernel with this causal mode";
     case MissReason::features:
-      return "no kernel with this mask, window, softcap, alibi, sinks, layout, kv cache, kv dtype and dropout";
+      return "no kernel with this mask, window, softcap, alibi, sinks, layout, kv cache, kv dtype, dropout and "
+             "score_mod/mask_mod";
     case MissReason::decode_only: return "only decode kernels, and seq_q > 16";
     case MissReason::needs_gqa: return "only kernels without gqa, and heads_q != heads_kv";
     case MissReason::needs_lse: return "only kernels without lse, and the call needs lse";

@@ -338,6 +338,80 @@ TEST_F(RunCli, DropoutForwardAndBackward) {
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
+// score_mod / mask_mod: captured tensors as --capture NAME=FILE.npy, scalars
+// as --scalar NAME=VALUE, checked against the kernel; forward and backward
+// against the float64 reference applying the same functions.
+TEST_F(RunCli, ScoreFunctionsForwardAndBackward) {
+  std::ofstream(dir_ / "mods.json") << R"({"kind": ["forward", "backward"], "dtype": "float32", "head_dim": 16,
+      "score_mod": "score * s + rel[q_idx - kv_idx + Sk - 1]", "mask_mod": "doc[b, kv_idx] == 0 || q_idx >= kv_idx",
+      "captures": {"rel": {"dtype": "float32", "shape": ["Sq + Sk - 1"]}, "doc": {"dtype": "int32", "shape": ["B", "Sk"]}},
+      "scalars": ["s"]})";
+  const std::string mods_spec = (dir_ / "mods.json").string();
+  auto p = problem_of(1, 4, 2, 9, 14, 16, 16, reference::CausalMode::none);
+  const std::string q = tensor("q.npy", {1, 4, 9, 16}, 71, ElementType::float32, &p.q);
+  const std::string k = tensor("k.npy", {1, 2, 14, 16}, 72, ElementType::float32, &p.k);
+  const std::string v = tensor("v.npy", {1, 2, 14, 16}, 73, ElementType::float32, &p.v);
+  std::vector<double> d_out;
+  const std::string d = tensor("do.npy", {1, 4, 9, 16}, 74, ElementType::float32, &d_out);
+  std::vector<float> rel(22);
+  for (size_t i = 0; i < rel.size(); ++i) rel[i] = 0.1f * float(i % 7) - 0.3f;
+  std::vector<int32_t> doc(14);
+  for (size_t j = 0; j < doc.size(); ++j) doc[j] = int32_t(j % 3 == 1);
+  io::write_npy_atomic(dir_ / "rel.npy", NpyArray::from<float>(rel, {22}));
+  io::write_npy_atomic(dir_ / "doc.npy", NpyArray::from<int32_t>(doc, {1, 14}));
+  p.score_mod = [rel](double z, uint64_t, uint64_t, uint64_t i, uint64_t j) {
+    return z * 1.5 + double(rel[i - j + 13]);
+  };
+  p.mask_mod = [doc](uint64_t, uint64_t, uint64_t i, uint64_t j) { return doc[j] == 0 || i >= j; };
+  const std::vector<std::string> inputs = {"--capture", "rel=" + (dir_ / "rel.npy").string(), "--capture",
+                                           "doc=" + (dir_ / "doc.npy").string(), "--scalar", "s=1.5"};
+  std::vector<std::string> args = {"run", mods_spec, "--q", q, "--k", k, "--v", v, "--do", d, "--out-dir", out_dir()};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  const auto r = mfagen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto expected = reference::reference_attention(p);
+  const auto out = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
+                                           reference::naive_attention_in_dtype(p, ElementType::float32),
+                                           ElementType::float32, p);
+  EXPECT_TRUE(out.ok) << out.detail;
+  const auto want = reference::reference_attention_backward(p, d_out);
+  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
+  const auto dk = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dk.npy").values<float>(), want.dk,
+                                            naive.dk, ElementType::float32, "dk", {1, 2, 14, 16});
+  EXPECT_TRUE(dk.ok) << dk.detail;
+  const auto dq = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dq.npy").values<float>(), want.dq,
+                                            naive.dq, ElementType::float32, "dq", {1, 4, 9, 16});
+  EXPECT_TRUE(dq.ok) << dq.detail;
+
+  io::write_npy_atomic(dir_ / "short.npy", NpyArray::from<float>(rel, {11, 2}));
+  io::write_npy_atomic(dir_ / "docf.npy", NpyArray::from<float>(rel, {1, 22}));
+  const std::string rel_arg = "rel=" + (dir_ / "rel.npy").string(), doc_arg = "doc=" + (dir_ / "doc.npy").string();
+  const struct {
+    std::vector<std::string> extra;
+    const char* message;
+  } bad_calls[] = {
+      {{"--capture", rel_arg, "--scalar", "s=1"}, "reads capture doc: give --capture doc=FILE.npy"},
+      {{"--capture", rel_arg, "--capture", doc_arg}, "reads scalar s: give --scalar s=VALUE"},
+      {{"--capture", rel_arg, "--capture", doc_arg, "--scalar", "s=inf"}, "--scalar s=inf: expected a finite float32"},
+      {{"--capture", rel_arg, "--capture", doc_arg, "--scalar", "t=1"}, "has no scalar named t (it has: s)"},
+      {{"--capture", rel_arg, "--capture", rel_arg, "--scalar", "s=1"}, "rel is given twice"},
+      {{"--capture", "rel=" + (dir_ / "short.npy").string(), "--capture", doc_arg, "--scalar", "s=1"},
+       "expected shape (22,) (the extents Sq + Sk - 1 at this call's shape), found (11, 2)"},
+      {{"--capture", rel_arg, "--capture", "doc=" + (dir_ / "docf.npy").string(), "--scalar", "s=1"},
+       "expected dtype <i4 (doc is int32), found <f4"},
+      {{"--capture", "rel", "--scalar", "s=1"}, "--capture rel: expected NAME=FILE.npy"},
+  };
+  for (const auto& bad_call : bad_calls) {
+    std::vector<std::string> bad_args = {"run", mods_spec, "--q", q, "--k", k, "--v", v, "--out-dir",
+                                         (dir_ / "bad").string()};
+    bad_args.insert(bad_args.end(), bad_call.extra.begin(), bad_call.extra.end());
+    const auto bad = mfagen(bad_args);
+    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
+    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
 TEST_F(RunCli, SinksForwardAndBackward) {
   std::ofstream(dir_ / "sinks.json") << R"({"kind": ["forward", "backward"], "dtype": "float32", "head_dim": 16,
                                            "causal": "bottom_right", "sinks": true})";

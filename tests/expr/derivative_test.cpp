@@ -42,7 +42,8 @@ double eval(const Node& n, const Point& p) {
       }
     case Op::scalar: return p.scalars[n.index];
     case Op::read: {
-      const CaptureDecl& c = test_environment().captures[n.index];
+      const Environment env = test_environment();
+      const CaptureDecl& c = env.captures[n.index];
       int64_t flat = 0;
       for (size_t d = 0; d < n.args.size(); ++d) flat = flat * c.extents[d].at(p.sizes) + int64_t(a(d));
       return p.captures[n.index].at(size_t(flat));

@@ -33,6 +33,14 @@ TEST(ExprMsl, ParenthesizesOnlyWherePrecedenceNeedsIt) {
   EXPECT_EQ(msl("!(q_idx < 4)", Type::boolean), "!(q_idx < 4)");
 }
 
+TEST(ExprMsl, CallsKeepTheirFunctions) {
+  EXPECT_EQ(msl("exp(score) + log(score) + tanh(score) + sqrt(score) + floor(score)"),
+            "exp(score) + log(score) + tanh(score) + sqrt(score) + floor(score)");
+  EXPECT_EQ(msl("min(score, 1.0) * max(q_idx, 2) + abs(kv_idx) + clamp(score, -1.0, 1.0)"),
+            "min(score, 1.0f) * float(max(q_idx, 2)) + float(abs(kv_idx)) + clamp(score, -1.0f, 1.0f)");
+  EXPECT_EQ(msl("exp(q_idx)"), "exp(float(q_idx))");
+}
+
 TEST(ExprMsl, SpellsConversionsAndIntegerDivision) {
   EXPECT_EQ(msl("q_idx - kv_idx"), "float(q_idx - kv_idx)");
   EXPECT_EQ(msl("select(q_idx > 3, score, 0)"), "(q_idx > 3 ? score : float(0))");

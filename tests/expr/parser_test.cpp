@@ -92,6 +92,8 @@ TEST(ExprParser, RefusesDeepNestingAndLongText) {
   EXPECT_GT(error_column(std::string(200, '-') + "x"), 0);
   EXPECT_GT(error_column(std::string(kMaxExpressionLength + 1, ' ')), 0);
   EXPECT_GT(error_column("score + \xc3\xa9"), 0);
+  EXPECT_EQ(error_column("score +\n1"), 8);  // would end the comment the text is pasted into
+  EXPECT_EQ(error_column("score\t+ 1"), 6);
 }
 
 }  // namespace

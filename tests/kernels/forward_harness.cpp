@@ -92,6 +92,7 @@ std::string ForwardCase::describe() const {
   if (sinks) d += " sinks";
   if (spec::kv_quantized(kv_dtype)) d += fmt::format(" kv {}", spec::to_string(kv_dtype));
   if (dropout) d += fmt::format(" dropout p={} seed={:#x} offset={}", dropout->p, dropout->seed, dropout->offset);
+  if (mods) d += " mods " + mods->recipe;
   if (page_size) {
     d += fmt::format(" paged page_size={} cache lengths", page_size);
     for (uint32_t n : cache_lengths) d += fmt::format(" {}", n);
@@ -139,6 +140,7 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   s.kv_cache = c.page_size ? spec::KvCache::paged : spec::KvCache::dense;
   s.kv_dtype = c.kv_dtype;
   s.dropout = c.dropout.has_value();
+  if (c.mods) s.mods = c.mods->functions;
   s.kind = c.kind;
   s.name = spec::derived_name(s);
   s.origin = {"test", ""};
@@ -165,6 +167,11 @@ reference::AttentionProblem case_options(const ForwardCase& c, uint32_t head_dim
   o.window = c.window;
   o.softcap = c.softcap;
   o.dropout = c.dropout;
+  if (c.mods) {
+    o.score_mod = c.mods->score_mod;
+    o.mask_mod = c.mods->mask_mod;
+  }
+  if (c.adjust_reference) c.adjust_reference(o);
   return o;
 }
 
@@ -257,6 +264,14 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   if (c.mask != spec::MaskKind::none) tensors[plan::kMaskIndex] = mask_bytes;
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slopes));
   if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
+  std::vector<float> mod_scalars;
+  std::vector<std::vector<std::byte>> captures;
+  if (c.mods) {
+    mod_scalars = c.mods->scalars;
+    captures = c.mods->captures;
+    if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
+    for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
+  }
   outcome.dispatch = cpu::execute(*module, dispatch, tensors);
 
   const reference::AttentionResult expected = reference::reference_attention(problem);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "attention_problem.h"
+#include "score_functions_harness.h"
 #include "mfagen/cpu/backend.h"
 #include "mfagen/cpu/execute_dispatch.h"
 #include "plan/kernel_plan.h"
@@ -61,6 +63,12 @@ struct ForwardCase {
   spec::KvDType kv_dtype = spec::KvDType::as_dtype;
   // Dropout (spec dropout): the kernel is generated with it when set.
   std::optional<reference::DropoutOptions> dropout;
+  // score_mod / mask_mod (DESIGN.md section 13): the spec's expressions, their
+  // inputs, and the plain functions the reference applies. Dense cases only.
+  std::shared_ptr<const ScoreFunctionCase> mods;
+  // Applied to the reference problem last: a case whose expressions spell a
+  // built-in feature is judged by the built-in feature's reference.
+  std::function<void(reference::AttentionProblem&)> adjust_reference;
   spec::Kind kind = spec::Kind::forward;  // decode: split-K kernels (seq_q <= 16); backward: dq, dk, dv
                                           // after the forward kernel of the same features
   uint32_t splits = 0;                    // decode: 0 = chosen from the shape

@@ -92,7 +92,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "backward on dense k and v); decode, paged and quantized caches serve inference: leave dropout out"},
         Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "layout": "varlen", "dropout": true})",
                 "p.json: dropout: attn_bwd_f16_d64_gqa_varlen_dropout: dropout with packed sequences is not supported "
-                "in this version (the mask's counter is per dense batch entry): use layout dense"}));
+                "in this version (the mask's counter is per dense batch entry): use layout dense"},
+        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64, "mask_mod": "kv_idx < 8", "name": "m"})",
+                "p.json: mask_mod: m: score_mod and mask_mod compile into forward and backward kernels on dense "
+                "tensors in this version (kind forward or backward, layout dense, kv_cache dense, k and v in the "
+                "spec's dtype)"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_cache": "paged", "score_mod": "score", "name": "p"})",
+                "p.json: score_mod: p: score_mod and mask_mod compile into forward and backward kernels on dense "
+                "tensors in this version (kind forward or backward, layout dense, kv_cache dense, k and v in the "
+                "spec's dtype)"}));
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");

@@ -27,7 +27,12 @@ const Library& library() {
      "causal": "bottom_right"},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 128, "kv_cache": "paged", "window": true},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": ["dense", "paged"],
-     "kv_dtype": ["q8_0", "q4_0", "fp8_e4m3"]}]})"));
+     "kv_dtype": ["q8_0", "q4_0", "fp8_e4m3"]},
+    {"kind": ["forward", "backward"], "dtype": "float16", "head_dim": 64, "causal": "bottom_right",
+     "score_mod": "score + rel[q_idx - kv_idx + Sk - 1] * s + t[b, h, q_idx % 3]", "mask_mod": "doc[b, kv_idx] >= 0",
+     "captures": {"rel": {"dtype": "float32", "shape": ["Sq + Sk - 1"]}, "doc": {"dtype": "int32", "shape": ["B", "Sk"]},
+                  "t": {"dtype": "float32", "shape": ["B", "Hq", 3]}},
+     "scalars": ["s"]}]})"));
   return l;
 }
 

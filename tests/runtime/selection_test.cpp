@@ -193,6 +193,38 @@ TEST(Selection, DuplicatesGoToManifestOrderAndEmptyLibrariesFindNothing) {
   }
 }
 
+// score_mod / mask_mod kernels (DESIGN.md section 13) serve only calls that
+// name their expressions (mods_id); calls without expressions, or with other
+// ones, never get them, and a miss says why.
+TEST(Selection, ScoreFunctionKernelsServeOnlyTheirExpressions) {
+  const Library library = Library::load_from_memory(test::manifest_for(R"({"kernels": [
+    {"dtype": "float16", "head_dim": 128, "causal": "bottom_right"},
+    {"dtype": "float16", "head_dim": 128, "causal": "bottom_right", "mask_mod": ["q_idx >= kv_idx", "kv_idx < 64"]},
+    {"dtype": "float16", "head_dim": 128, "causal": "bottom_right", "score_mod": "score * s", "scalars": ["s"]}]})"));
+  ASSERT_EQ(library.kernels().size(), 4u);
+  const KernelEntry &plain = library.kernels()[0], &first = library.kernels()[1], &second = library.kernels()[2],
+                    &scaled = library.kernels()[3];
+  EXPECT_EQ(plain.info.mods_id, 0u);
+  EXPECT_TRUE(first.info.mask_mod && !first.info.score_mod);
+  EXPECT_TRUE(scaled.info.score_mod && !scaled.info.mask_mod);
+  EXPECT_EQ(scaled.info.mod_scalars, 1u);
+  EXPECT_NE(first.info.mods_id, second.info.mods_id);
+  AttentionQuery q = query(4096);
+  EXPECT_EQ(library.find(q), &plain);
+  for (const KernelEntry* k : {&first, &second, &scaled}) {
+    q.mods_id = k->info.mods_id;
+    EXPECT_EQ(library.find(q), k) << k->name;
+  }
+  q.mods_id = first.info.mods_id ^ 1;
+  EXPECT_EQ(library.find(q), nullptr);
+  try {
+    library.select(q);
+    ADD_FAILURE() << "no error";
+  } catch (const SelectionError& e) {
+    EXPECT_NE(std::string(e.what()).find("score_mod/mask_mod"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Selection, BadManifestsAreErrors) {
   EXPECT_THROW(Library::load_from_memory("{"), ManifestError);
   EXPECT_THROW(Library::load_from_memory(R"({"format": 2, "kernels": []})"), ManifestError);

@@ -58,6 +58,38 @@ TEST(Canonical, ServingFeaturesAppearOnlyWhenOn) {
   EXPECT_EQ(derived_name(s), "attn_fwd_f16_d128_causal_br_gqa_dropout");
 }
 
+// score_mod, mask_mod and what they read: in the canonical form (extents in
+// their canonical spelling), parsed back to the same spec; the name carries
+// a hash of them, so specs that differ only in an expression differ in name.
+TEST(Canonical, ScoreFunctionsRoundTripAndNameTheirHash) {
+  const char* text = R"({"dtype": "float16", "head_dim": 128, "causal": "bottom_right",
+                         "score_mod": "score + rel[q_idx - kv_idx + Sk - 1] * s",
+                         "mask_mod": "doc[b, kv_idx] >= 0",
+                         "captures": {"rel": {"dtype": "float32", "shape": ["Sk + Sq - 1"]},
+                                      "doc": {"dtype": "int32", "shape": ["B", "Sk"]}},
+                         "scalars": ["s"]})";
+  const KernelSpec s = parse_spec_text(text, "m.json").at(0);
+  const std::string json = canonical_json(s);
+  EXPECT_NE(json.find(R"("alibi":false,"score_mod":"score + rel[q_idx - kv_idx + Sk - 1] * s","mask_mod":)"
+                      R"("doc[b, kv_idx] >= 0","captures":{"rel":{"dtype":"float32","shape":["Sq + Sk - 1"]},)"
+                      R"("doc":{"dtype":"int32","shape":["B","Sk"]}},"scalars":["s"],"lse":true)"),
+            std::string::npos)
+      << json;
+  const KernelSpec back = parse_spec_text(json, "canonical.json").at(0);
+  EXPECT_TRUE(back.mods == s.mods);
+  EXPECT_EQ(back.name, s.name);
+  EXPECT_EQ(canonical_json(back), json);
+  EXPECT_EQ(s.name.rfind("attn_fwd_f16_d128_causal_br_gqa_mods_", 0), 0u) << s.name;
+  EXPECT_EQ(s.name.size(), std::string("attn_fwd_f16_d128_causal_br_gqa_mods_").size() + 8);
+  EXPECT_NE(mods_id(s), 0u);
+  EXPECT_EQ(mods_id(base()), 0u);
+  KernelSpec other = s;
+  other.mods.score_mod = "score + rel[q_idx - kv_idx + Sk - 1] * s * 2.0";
+  EXPECT_NE(derived_name(other), derived_name(s));
+  EXPECT_NE(mods_id(other), mods_id(s));
+  EXPECT_NE(other, s);
+}
+
 // kv_dtype naming the spec's own dtype is the default: the same kernel, name and hash.
 TEST(Canonical, KvDtypeOfTheSpecsOwnDtypeIsTheDefault) {
   const auto same = parse_spec_text(R"({"dtype": "float16", "head_dim": 128, "causal": "bottom_right",

@@ -50,8 +50,40 @@ const BadSpec kBadSpecs[] = {
      R"(bad.json: unknown field "version"; the accepted fields are kernels, comment)"},
     {R"({"kernels": [{"dtype": "float16", "head_dim": 64, "headdim": 64}]})",
      R"(bad.json: kernels[0]: unknown field "headdim"; the accepted fields are kind, dtype, )"
-     "head_dim, head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, dropout, lse, accumulate, tiles, "
-     "target, name, comment"},
+     "head_dim, head_dim_v, causal, gqa, mask, window, softcap, alibi, sinks, layout, kv_cache, kv_dtype, dropout, score_mod, mask_mod, lse, accumulate, tiles, "
+     "target, captures, scalars, name, comment"},
+    // score_mod and mask_mod: the JSON path, then the column in the expression.
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score + bias[q_idx]",
+         "captures": {"bias": {"dtype": "float32", "shape": [16]}}})",
+     "bad.json: score_mod: column 14: index 0 of bias may be out of range: it spans [0, Sq - 1] but must stay in "
+     "[0, 15] for every call (bias has extent 16); clamp it, e.g. clamp(..., 0, 15)"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": ["score", "score +"]})",
+     "bad.json: score_mod[1]: column 8: expected a value, found the end of the expression"},
+    {R"({"dtype": "float16", "head_dim": 64, "mask_mod": "score > 0"})",
+     "bad.json: mask_mod: column 1: mask_mod cannot read score (it decides visibility before scores exist); use "
+     "score_mod"},
+    {R"({"dtype": "float16", "head_dim": 64, "mask_mod": "doc[q_idx] == 1"})",
+     R"(bad.json: mask_mod: column 1: 'doc' is not a captured tensor of the spec ("captures"))"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score && true"})",
+     "bad.json: score_mod: column 1: '&&' takes bools (comparisons), found a float"},
+    {R"({"dtype": "float16", "head_dim": 64, "mask_mod": "q_idx + 1"})",
+     "bad.json: mask_mod: column 1: mask_mod must be a bool (a comparison), found an int"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": ""})",
+     "bad.json: score_mod: expected an expression, found an empty string"},
+    {R"({"dtype": "float16", "head_dim": 64, "scalars": ["t"]})",
+     R"(bad.json: "captures" and "scalars" are read by score_mod or mask_mod; this kernel has neither)"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score", "captures": {"t": {"dtype": "float16", "shape": [2]}}})",
+     R"(bad.json: captures.t.dtype: expected "float32" or "int32", found "float16")"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score", "captures": {"t": {"dtype": "int32", "shape": ["Sq - 1"]}}})",
+     R"(bad.json: captures.t.shape[0]: column 1: an extent must be at least 1 for every call; Sq - 1 may be less (in "Sq - 1"))"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score", "captures": {"t": {"dtype": "int32", "shape": []}}})",
+     "bad.json: captures.t.shape: expected a list of 1 to 4 extents, found an empty list"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score", "captures": {"score": {"dtype": "int32", "shape": [1]}}})",
+     R"(bad.json: captures.score: "score" is a name of the expression language (score, b, h, q_idx, kv_idx, B, Hq, )"
+     R"(Hkv, Sq, Sk, its functions, true, false); choose another)"},
+    {R"({"dtype": "float16", "head_dim": 64, "score_mod": "score", "captures": {"t": {"dtype": "int32", "shape": [1]}},
+         "scalars": ["t"]})",
+     R"(bad.json: scalars[0]: "t" is declared twice (captures and scalars share one namespace))"},
     {R"({"dtype": "float16", "head_dim": 64, "dtype": "float32"})",
      R"(bad.json: expected each field once, found "dtype" twice)"},
     {R"({"kernels": [{"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_q": 64}}]})",

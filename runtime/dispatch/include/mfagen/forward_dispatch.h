@@ -36,6 +36,18 @@ inline uint64_t kv_row_units(KvFormat f, uint32_t values) {
   return f == KvFormat::q8_0 || f == KvFormat::q4_0 ? values / 32 : values;
 }
 
+// A tensor that a kernel's score_mod or mask_mod reads (DESIGN.md section
+// 13): float32 or int32, contiguous, row-major, each extent a linear form of
+// the call's sizes: c[0] + c[1]·B + c[2]·Hq + c[3]·Hkv + c[4]·Sq + c[5]·Sk.
+// The generator proved every index the kernel reads inside these extents.
+struct CapturedTensor {
+  std::string name;    // as the spec's expressions read it: "bias"
+  std::string buffer;  // the kernel parameter and buffer name: "capture_bias"
+
+  bool is_float = true;  // float32; false: int32
+  std::vector<std::array<int64_t, 6>> extents;
+};
+
 // What the runtime must know about a generated forward kernel to launch it
 // (recorded in manifest.json by the generator).
 struct ForwardKernelInfo {
@@ -58,6 +70,15 @@ struct ForwardKernelInfo {
   bool paged = false;           // k, v are paged caches read through block_table, cache_seqlens
   KvFormat kv_format = KvFormat::elements;  // quantized k and v are dequantized inside the kernel
   bool dropout = false;         // Philox dropout of the P.V weights (ForwardCall::dropout_p, seed, offset)
+  // score_mod / mask_mod (DESIGN.md section 13): which of them the kernel
+  // compiled in, an id of their text (0 without; selection matches it
+  // exactly), the float32 scalars they take (buffer "mod_scalars") and the
+  // tensors they read (one buffer each, by name).
+  bool score_mod = false;
+  bool mask_mod = false;
+  uint64_t mods_id = 0;
+  uint32_t mod_scalars = 0;
+  std::vector<CapturedTensor> captures;
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
   bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
@@ -67,6 +88,11 @@ struct AttentionShape {
   uint64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_k = 1;
   bool operator==(const AttentionShape&) const = default;
 };
+
+// The elements a captured tensor holds for a call's shape; throws
+// DispatchError when an extent is below 1 or the count passes 2^31 - 1
+// (kernels index captured tensors with int).
+uint64_t captured_elements(const CapturedTensor& t, const AttentionShape& shape);
 
 // Element strides of a 4-d tensor (batch, head, row); the last dimension is contiguous.
 struct Strides3 {
@@ -170,7 +196,8 @@ void write_params(Writer& w, const ForwardKernelInfo& kernel, const ForwardCall&
   w.put(uint32_t(s.batch)).put(uint32_t(s.heads_q)).put(uint32_t(s.heads_kv));
   w.put(uint32_t(s.seq_q)).put(uint32_t(s.seq_k));
   w.put(float(scale * 1.4426950408889634));  // scale * log2(e)
-  if (kernel.softcap) w.put(float(scale)).put(float(call.softcap));
+  if (kernel.softcap || kernel.score_mod) w.put(float(scale));  // score_mod sees the scaled score
+  if (kernel.softcap) w.put(float(call.softcap));
   if (kernel.window) w.put(int32_t(call.window_left)).put(int32_t(call.window_right));
   if (kernel.alibi) w.put(uint32_t(call.alibi_per_batch ? s.heads_q : 0));
   if (kernel.paged) w.put(uint32_t(call.page_size)).put(uint32_t(call.max_pages)).put(uint32_t(call.num_pages));
@@ -246,6 +273,8 @@ inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardO
                           kForwardLsePartial = 9, kBackwardDOut = 10, kBackwardDq = 11, kBackwardDk = 12,
                           kBackwardDv = 13, kBackwardDRows = 14, kForwardSinks = 15, kBackwardDSinks = 16,
                           kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18, kForwardBlockTable = 19,
-                          kForwardCacheSeqlens = 20;
+                          kForwardCacheSeqlens = 20, kForwardModScalars = 21, kForwardFirstCapture = 22;
+// Metal's buffer indices: 0..30.
+inline constexpr uint32_t kMaxBufferIndices = 31;
 
 }  // namespace mfagen

@@ -67,6 +67,10 @@ struct AttentionQuery {
   bool paged = false;   // k, v in a paged cache (shape.seq_k: the longest cache length)
   KvFormat kv_format = KvFormat::elements;  // how k and v are stored (quantized caches)
   bool dropout = false;  // Philox dropout (training)
+  // score_mod / mask_mod: the id of the kernel's expressions (its manifest
+  // "mods.id", ForwardKernelInfo::mods_id); 0 for calls without them. Only a
+  // kernel compiled from exactly these expressions fits.
+  uint64_t mods_id = 0;
   bool need_lse = false;
   AttentionShape shape;
 };
@@ -110,7 +114,7 @@ class Library {
   // allocation, no locks: a hash lookup on the exact-match facts, then the
   // first fitting kernel of a list sorted by the preference below (so the
   // cost does not grow with the number of kernels). Rule: every compile-time fact must match (dtype, head dims,
-  // causal mode, mask kind, window, softcap, alibi, sinks, layout, kv cache; gqa unless heads_q ==
+  // causal mode, mask kind, window, softcap, alibi, sinks, layout, kv cache, score_mod/mask_mod id; gqa unless heads_q ==
   // heads_kv; lse when needed; decode kernels only for seq_q <= 16; backward
   // only for backward queries). Among the matches: a decode kernel for
   // seq_q <= 16, then a kernel without gqa when heads_q == heads_kv, then
@@ -143,6 +147,7 @@ class Library {
   struct Candidate {
     uint32_t kernel = 0;                                 // index into kernels_
     bool decode = false, no_gqa = false, no_lse = false;  // seq_q <= 16; heads_q == heads_kv; lse not needed
+    uint64_t mods_id = 0;                                 // must equal the query's
   };
   void build_index();
   const Slot* slot_for(uint64_t key) const noexcept;  // nullptr: no kernel has this exact key
