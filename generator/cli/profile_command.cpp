@@ -96,6 +96,10 @@ void register_profile_command(CLI::App& app, CommandAction& action) {
   add_shape_options(*cmd, args->call.shape);
   add_window_options(*cmd, args->call.shape);
   cmd->add_option("--dtype", args->dtype, "only kernels of this dtype: float16, bfloat16, float32");
+  cmd->add_option("--capture", args->call.captures, "score_mod / mask_mod: a captured tensor (default zeros)")
+      ->type_name("NAME=FILE.npy");
+  cmd->add_option("--scalar", args->call.scalars, "score_mod / mask_mod: a runtime scalar (default 1)")
+      ->type_name("NAME=VALUE");
   cmd->add_option("--causal", args->causal, "only kernels of this causal mode: none, top_left, bottom_right");
   cmd->add_option("--head-dim", args->head_dim, "only kernels of this head_dim");
   cmd->add_option("--head-dim-v", args->head_dim_v, "only kernels of this head_dim_v");

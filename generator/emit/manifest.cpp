@@ -60,6 +60,9 @@ Json mods_json(const plan::KernelPlan& p) {
   j["id"] = fmt::format("{:016x}", spec::mods_id(p.spec));
   j["score_mod"] = !m.score_mod.empty();
   j["mask_mod"] = !m.mask_mod.empty();
+  // Which of b and h mask_mod reads: one table of block classes per batch entry / head only then.
+  j["mask_by_batch"] = expr::mask_dependence(m).batch;
+  j["mask_by_head"] = expr::mask_dependence(m).head;
   j["scalars"] = m.scalars.size();
   j["captures"] = Json::array();
   for (const expr::CaptureDecl& c : m.captures) {

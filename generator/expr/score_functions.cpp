@@ -83,6 +83,21 @@ CheckedScoreFunctions check_score_functions(const ScoreFunctions& f) {
   return out;
 }
 
+namespace {
+bool references(const Node& n, Variable v) {
+  if (n.op == Op::variable && n.variable == v) return true;
+  for (const NodePtr& a : n.args)
+    if (references(*a, v)) return true;
+  return false;
+}
+}  // namespace
+
+MaskDependence mask_dependence(const ScoreFunctions& f) {
+  if (f.mask_mod.empty()) return {};
+  const CheckedScoreFunctions c = check_score_functions(f);
+  return {references(*c.mask_mod, Variable::b), references(*c.mask_mod, Variable::h)};
+}
+
 LinearForm parse_extent(const std::string& text) {
   const NodePtr n = type_check(parse_expression(text), Environment{{}, {}, false}, Type::integer);
   const Interval r = integer_bounds(*n);

@@ -14,10 +14,12 @@
 namespace mfagen::expr {
 
 // Metal's buffer indices 0..30: generated kernels use 0..20 for their own
-// tensors; the scalars take 21 and captured tensors 22 on, their gradients
-// (backward) after them.
+// tensors; the scalars take 21, captured tensors 22 on, and mask_mod's block
+// classes 30.
 inline constexpr uint32_t kModScalarsIndex = 21;
 inline constexpr uint32_t kFirstCaptureIndex = 22;
+// mask_mod kernels: the block classes their _blocks kernel writes (scratch).
+inline constexpr uint32_t kBlockClassesIndex = 30;
 inline constexpr size_t kMaxCaptures = 4;
 inline constexpr size_t kMaxScalars = 16;
 
@@ -48,6 +50,13 @@ struct CheckedScoreFunctions {
   NodePtr score_slope;   // d score_mod / d score; null when absent
   NodePtr mask_mod;      // bool; null when absent
 };
+
+// Whether mask_mod depends on the batch entry (reads b) and on the head
+// (reads h): when it does not, one table of block classes serves them all.
+struct MaskDependence {
+  bool batch = false, head = false;
+};
+MaskDependence mask_dependence(const ScoreFunctions& f);
 
 // Parses and checks both expressions; a ScoreFunctionError names the one at fault.
 CheckedScoreFunctions check_score_functions(const ScoreFunctions& f);

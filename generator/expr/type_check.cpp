@@ -72,11 +72,13 @@ std::optional<LinearForm> larger(const std::optional<LinearForm>& a, const std::
 }
 
 // Either bound is sound for the low side of a max or the high side of a
-// min; a constant one reads best in messages and survives later steps.
+// min when neither is provably tighter; a constant one reads best in
+// messages, and otherwise the second operand's: in min(x, limit) and
+// clamp(x, lo, hi) that is the limit the user wrote.
 std::optional<LinearForm> either(const std::optional<LinearForm>& a, const std::optional<LinearForm>& b) {
   if (a && a->is_constant()) return a;
   if (b && b->is_constant()) return b;
-  return a ? a : b;
+  return b ? b : a;
 }
 
 Interval minimum(const Interval& a, const Interval& b) {

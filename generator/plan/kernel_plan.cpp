@@ -152,6 +152,8 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
                        s.mods.captures[i].type == expr::CaptureType::float32 ? "device const float*"
                                                                               : "device const int*",
                        false});
+  if (!s.mods.mask_mod.empty())
+    buffers.push_back({expr::kBlockClassesIndex, "block_classes", "device uchar*", true, true});
   if (s.kind == spec::Kind::decode) {
     buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
     buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
@@ -201,6 +203,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   if (s.kind == spec::Kind::decode) p.entries = {s.name, p.combine_entry};
   if (s.kind == spec::Kind::backward) p.entries = {s.name + "_preprocess", s.name + "_dkdv", s.name + "_dq"};
   if (s.kind == spec::Kind::backward && s.sinks) p.entries.push_back(s.name + "_dsinks");
+  // mask_mod's block classes are computed first (DESIGN.md section 13).
+  if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();
   const spec::Tiles tiles = s.tiles.value_or(
       s.kind == spec::Kind::decode     ? decode_table_tiles(s.head_dim, s.head_dim_v)

@@ -11,6 +11,7 @@
 #include "plan/kernel_plan.h"
 #include "profile/launch_work.h"
 #include "profile/synthetic_call.h"
+#include "session/score_function_inputs.h"
 #include "session/call_error.h"
 #include "session/kernel_selection.h"
 #include "session/spec_library.h"
@@ -51,6 +52,7 @@ session::CallRequest request_for(const plan::KernelPlan& p, const SpecCall& call
   r.paged = p.spec.kv_cache == spec::KvCache::paged;
   r.kv_format = plan::kv_format(p.spec);
   r.dropout = p.spec.dropout;
+  r.mods = !call.captures.empty() || !call.scalars.empty();
   r.softcap = p.spec.softcap;
   r.window = p.spec.window;
   r.backward = p.spec.kind == spec::Kind::backward;
@@ -70,11 +72,22 @@ std::string shape_text(const plan::KernelPlan& p, const plan::CostShape& s) {
 // Dispatches `entry` for the shape as the runtime would, runs it on synthetic
 // inputs compiled for profiling, and collects the counts of every launch.
 KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& entry, const plan::CostShape& shape,
-                         uint64_t sample_threadgroups, const std::string& origin) {
+                         uint64_t sample_threadgroups, const std::string& origin, const SpecCall* inputs = nullptr) {
   const plan::KernelPlan& p = set.plan_of(entry);
   const DispatchPlan dispatch = session::dispatch_for(entry, synthetic_call(p, shape));
 
   std::map<uint32_t, std::vector<std::byte>> storage = synthetic_tensors(dispatch, p, shape);
+  // The call's own score_mod / mask_mod inputs, when given: they decide which blocks mask_mod skips.
+  const AttentionShape attention{shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
+  if (inputs && !inputs->captures.empty()) {
+    std::vector<std::vector<std::byte>> captures = session::read_captured_tensors(inputs->captures, p.spec, attention);
+    for (size_t i = 0; i < captures.size(); ++i) storage[kForwardFirstCapture + uint32_t(i)] = std::move(captures[i]);
+  }
+  if (inputs && !inputs->scalars.empty()) {
+    const std::vector<float> scalars = session::read_scalars(inputs->scalars, p.spec);
+    storage[kForwardModScalars] = std::vector<std::byte>(reinterpret_cast<const std::byte*>(scalars.data()),
+                                                         reinterpret_cast<const std::byte*>(scalars.data() + scalars.size()));
+  }
   std::map<uint32_t, std::span<std::byte>> tensors;
   for (auto& [index, bytes] : storage) tensors[index] = bytes;
 
@@ -84,6 +97,7 @@ KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& ent
   cpu::ProfileOptions profile;
   profile.enabled = true;
   profile.sample_threadgroups = sample_threadgroups;
+  if (entry.info.mask_mod) profile.unsampled_entries = {entry.entries.front()};  // the block classes, whole
   // Counting only: the generated kernels are proven by the test suite with
   // every detector on; here the detectors would only slow the count down.
   const cpu::DispatchResult result =
@@ -117,7 +131,7 @@ KernelWork profile_spec_call(const SpecCall& call) {
   const KernelEntry& entry = session::select_kernel(set.library, request, call.spec_file);
   plan::CostShape shape = call.shape;
   shape.heads_kv = request.heads_kv;
-  return profile_entry(set, entry, shape, call.sample_threadgroups, call.spec_file);
+  return profile_entry(set, entry, shape, call.sample_threadgroups, call.spec_file, &call);
 }
 
 KernelWork profile_plan_call(const plan::KernelPlan& kernel, const plan::CostShape& shape,

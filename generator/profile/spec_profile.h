@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plan/forward_cost.h"
 #include "plan/kernel_plan.h"
@@ -23,6 +24,11 @@ struct SpecCall {
   std::optional<spec::Causal> causal;
   std::optional<uint32_t> head_dim, head_dim_v;
   uint64_t sample_threadgroups = 0;  // per launch; 0: every threadgroup
+  // score_mod / mask_mod kernels: captured tensors (NAME=FILE.npy) and scalars
+  // (NAME=VALUE) as `mfagen run` takes them; without them the captured
+  // tensors are zeros and the scalars 1 (a mask_mod then classifies blocks
+  // as those zeros make it).
+  std::vector<std::string> captures, scalars;
 };
 
 // Selects, plans and profiles the call; CallError if the set has no kernel for it.

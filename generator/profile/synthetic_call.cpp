@@ -119,6 +119,9 @@ std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan&
       case plan::kCacheSeqlensIndex:
         fill_int32(bytes, int32_t(shape.seq_k), false);
         break;
+      case kForwardModScalars:
+        fill_float(bytes, 1.0f);  // score_mod / mask_mod scalars; captured tensors stay zeros
+        break;
       default:
         break;
     }

@@ -25,7 +25,7 @@ ForwardCall synthetic_call(const plan::KernelPlan& kernel, const plan::CostShape
 // dO, out for backward) random in [-1, 1] from a fixed seed; lse as a
 // softmax over the keys would give; masks let everything through; ALiBi
 // slopes small; sink logits 0; cu_seqlens, block tables and cache lengths
-// those of synthetic_call.
+// those of synthetic_call; score_mod / mask_mod scalars 1, captured tensors 0.
 std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan& dispatch,
                                                              const plan::KernelPlan& kernel,
                                                              const plan::CostShape& shape);

@@ -142,6 +142,10 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"mod_parameters", !s.mods.scalars.empty() || !s.mods.captures.empty()},
       {"mod_parameters_forward", expr::msl_parameters(s.mods, std::string(22, ' '))},
       {"mod_parameters_dkdv", expr::msl_parameters(s.mods, std::string(27, ' '))},
+      {"mod_parameters_blocks", expr::msl_parameters(s.mods, std::string(29, ' '))},
+      {"block_classes_index", number(expr::kBlockClassesIndex)},
+      {"mask_by_batch_value", expr::mask_dependence(s.mods).batch ? "true" : "false"},
+      {"mask_by_head_value", expr::mask_dependence(s.mods).head ? "true" : "false"},
       {"mod_parameters_dq", expr::msl_parameters(s.mods, std::string(25, ' '))},
       {"mod_inputs", s.mods.any() ? expr::msl_inputs(s.mods) : std::string()},
       // Scores without additive terms stay raw dots until the exp2 (forward).

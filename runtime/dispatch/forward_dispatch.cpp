@@ -254,6 +254,13 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   for (size_t i = 0; i < kernel.captures.size(); ++i)
     plan.buffers.push_back({kForwardFirstCapture + uint32_t(i), kernel.captures[i].buffer,
                             4 * captured_elements(kernel.captures[i], shape), false});
+  const uint64_t q_blocks = (shape.seq_q + kernel.block_q - 1) / kernel.block_q;
+  const uint64_t k_blocks = (shape.seq_k + kernel.block_k - 1) / kernel.block_k;
+  if (kernel.mask_mod)  // one class per (b, h, query block, key block), written by the _blocks launch
+    plan.buffers.push_back({kForwardBlockClasses, "block_classes",
+                            checked_mul(checked_mul(mask_tables(kernel, shape), q_blocks, "block_classes"), k_blocks,
+                                        "block_classes"),
+                            true, true});
   if (kernel.paged) {
     plan.buffers.push_back({kForwardBlockTable, "block_table",
                             checked_mul(checked_mul(shape.batch, call.max_pages, "block_table"), 4, "block_table"), false});
@@ -320,9 +327,10 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     l.buffers = std::move(buffers);
     plan.launches.push_back(std::move(l));
   };
-  const uint64_t q_blocks = (shape.seq_q + kernel.block_q - 1) / kernel.block_q;
+  if (kernel.mask_mod)
+    launch(kernel.entry + "_blocks", {k_blocks, q_blocks, mask_tables(kernel, shape)}, 32, 0,
+           bound({kForwardParams}, true));
   if (kernel.backward) {
-    const uint64_t k_blocks = (shape.seq_k + kernel.block_k - 1) / kernel.block_k;
     launch(kernel.entry + "_preprocess", {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
            bound({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));
     launch(kernel.entry + "_dkdv", {k_blocks, shape.heads_kv, shape.batch}, kernel.threads, kernel.threadgroup_bytes,

@@ -156,7 +156,9 @@ LaunchPlan Library::launch_plan(const KernelEntry& kernel, const ForwardCall& ca
 
 LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& call, LaunchPlan& plan) {
   const ForwardKernelInfo& info = kernel.info;
-  if (kernel.entries.size() != (info.backward ? 3u + info.sinks : info.decode ? 2u : 1u))
+  // mask_mod kernels launch their _blocks entry first.
+  const size_t first = info.mask_mod ? 1 : 0;
+  if (kernel.entries.size() != first + (info.backward ? 3u + info.sinks : info.decode ? 2u : 1u))
     throw DispatchError("kernel " + kernel.name + " lists " + std::to_string(kernel.entries.size()) +
                         " entry points; launch_plan needs a KernelEntry of a loaded Library");
   if (!call_is_valid(info, call)) reject(kernel, call);
@@ -201,6 +203,8 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     if (!captured_count(info.captures[i], s, count)) reject(kernel, call);
     add(kForwardFirstCapture + uint32_t(i), info.captures[i].buffer, 4 * count, false);
   }
+  const uint64_t q_blocks = ceil_div(s.seq_q, info.block_q), k_blocks = ceil_div(s.seq_k, info.block_k);
+  if (info.mask_mod) add(kForwardBlockClasses, "block_classes", c.mul(c.mul(mask_tables(info, s), q_blocks), k_blocks), true, true);
   if (info.paged) {
     add(kForwardBlockTable, "block_table", c.mul(c.mul(s.batch, call.max_pages), 4), false);
     add(kForwardCacheSeqlens, "cache_seqlens", c.mul(s.batch, 4), false);
@@ -244,7 +248,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   auto launch = [&](size_t entry, uint64_t x, uint64_t y, uint64_t z, uint32_t threads, uint32_t tg_bytes,
                     uint32_t wanted) {
     LaunchPlan::Launch& l = plan.launch_storage[plan.launch_count++];
-    l.entry = kernel.entries[entry];
+    l.entry = kernel.entries[first + entry];
     l.threadgroups = {uint32_t(x), uint32_t(y), uint32_t(z)};
     l.threads_per_threadgroup = {threads, 1, 1};
     l.threadgroup_bytes = tg_bytes;
@@ -257,9 +261,15 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     for (uint32_t i : indices) m |= 1u << i;
     return m;
   };
-  const uint64_t q_blocks = ceil_div(s.seq_q, info.block_q);
+  if (info.mask_mod) {
+    LaunchPlan::Launch& l = plan.launch_storage[plan.launch_count++];
+    l.entry = kernel.entries[0];
+    l.threadgroups = {uint32_t(k_blocks), uint32_t(q_blocks), uint32_t(mask_tables(info, s))};
+    l.threads_per_threadgroup = {32, 1, 1};
+    l.threadgroup_bytes = 0;
+    l.buffer_mask = (bits({kForwardParams}) & present) | mod_inputs;
+  }
   if (info.backward) {
-    const uint64_t k_blocks = ceil_div(s.seq_k, info.block_k);
     launch(0, s.seq_q, s.heads_q, s.batch, 32, 0,
            bits({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));
     launch(1, k_blocks, s.heads_kv, s.batch, info.threads, info.threadgroup_bytes,

@@ -84,11 +84,14 @@ constexpr std::array<std::pair<std::string_view, MaskInput>, 3> kMasks{
 
 // The kernel functions of a file in launch order, as the planner launches them.
 std::vector<std::string> expected_entries(const KernelEntry& e) {
-  if (e.kind == KernelKind::decode) return {e.name, e.name + "_combine"};
-  if (e.kind == KernelKind::backward && e.info.sinks)
-    return {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq", e.name + "_dsinks"};
-  if (e.kind == KernelKind::backward) return {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"};
-  return {e.name};
+  std::vector<std::string> entries;
+  if (e.info.mask_mod) entries.push_back(e.name + "_blocks");  // mask_mod's block classes, first
+  if (e.kind == KernelKind::decode) entries.insert(entries.end(), {e.name, e.name + "_combine"});
+  else if (e.kind == KernelKind::backward)
+    entries.insert(entries.end(), {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"});
+  else entries.push_back(e.name);
+  if (e.kind == KernelKind::backward && e.info.sinks) entries.push_back(e.name + "_dsinks");
+  return entries;
 }
 
 // The smallest call a kernel accepts, to learn its buffer table and params
@@ -169,10 +172,12 @@ void parse_mods(const Field& m, KernelEntry& e) {
   info.score_mod = m.at("score_mod").boolean();
   info.mask_mod = m.at("mask_mod").boolean();
   if (!info.score_mod && !info.mask_mod) m.fail("score_mod or mask_mod true");
+  info.mask_by_batch = m.at("mask_by_batch").boolean();
+  info.mask_by_head = m.at("mask_by_head").boolean();
   if (e.kind == KernelKind::decode) m.fail("no mods on a decode kernel (forward and backward only)");
   info.mod_scalars = uint32_t(m.at("scalars").integer(0, 16));
   const Field captures = m.at("captures");
-  if (captures.array().size() > kMaxBufferIndices - kForwardFirstCapture) captures.fail("at most 9 captured tensors");
+  if (captures.array().size() > kMaxCaptures) captures.fail("at most 4 captured tensors");
   for (size_t i = 0; i < captures.array().size(); ++i) {
     const Field c{captures.value[i], captures.path + "[" + std::to_string(i) + "]"};
     CapturedTensor t;

@@ -80,6 +80,9 @@ TEST(ExprBounds, ProvesReadsInsideTheirExtents) {
   EXPECT_NO_THROW(checked("score + bias[abs(clamp(q_idx - kv_idx, -254, 254))]"));
   EXPECT_NO_THROW(checked("score + bias[select(q_idx > kv_idx, 3, 200)]"));
   EXPECT_NO_THROW(checked("score * head_scale[h]"));
+  // One tensor for the positions of q and k (Sq = Sk in self-attention): a clamp to Sk - 1 proves it.
+  EXPECT_NO_THROW(checked("kv_doc[b, clamp(q_idx, 0, Sk - 1)] == kv_doc[b, kv_idx]", Type::boolean, false));
+  EXPECT_NO_THROW(checked("kv_doc[b, min(q_idx, Sk - 1)] == 0", Type::boolean, false));
   EXPECT_NO_THROW(checked("q_doc[b, q_idx] == kv_doc[b, kv_idx]", Type::boolean, false));
   EXPECT_NO_THROW(checked("score + bias[clamp(int(log(float(abs(q_idx - kv_idx)) + 1.0) * 8.0), 0, 254)]"
 ));

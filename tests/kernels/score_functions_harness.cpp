@@ -94,6 +94,18 @@ std::shared_ptr<const ScoreFunctionCase> document_mask_case(const RecipeShape& s
   return c;
 }
 
+std::shared_ptr<const ScoreFunctionCase> aligned_documents_case(const RecipeShape& shape, uint64_t length) {
+  auto c = std::make_shared<ScoreFunctionCase>();
+  c->recipe = "aligned_documents";
+  c->functions.mask_mod = "doc[clamp(q_idx, 0, Sk - 1)] == doc[kv_idx]";  // q and k share one tensor (Sq = Sk)
+  c->functions.captures = {capture("doc", expr::CaptureType::int32, {"Sk"})};
+  std::vector<int32_t> doc(shape.seq_k);
+  for (uint64_t t = 0; t < shape.seq_k; ++t) doc[t] = int32_t(t / length);
+  c->captures = {bytes_of(doc)};
+  c->mask_mod = [doc](uint64_t, uint64_t, uint64_t i, uint64_t j) { return doc[i] == doc[j]; };
+  return c;
+}
+
 std::shared_ptr<const ScoreFunctionCase> prefix_lm_case(const RecipeShape& shape, uint64_t seed) {
   auto c = std::make_shared<ScoreFunctionCase>();
   c->recipe = "prefix_lm";

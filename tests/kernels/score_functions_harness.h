@@ -38,6 +38,8 @@ struct RecipeShape {
 // scalar table, a runtime scalar, document ids, and a non-linear score).
 std::shared_ptr<const ScoreFunctionCase> relative_bias_case(const RecipeShape& shape, uint64_t seed);
 std::shared_ptr<const ScoreFunctionCase> document_mask_case(const RecipeShape& shape, uint64_t seed, int documents);
+// Documents of `length` tokens each (a last shorter one), the same for q and k.
+std::shared_ptr<const ScoreFunctionCase> aligned_documents_case(const RecipeShape& shape, uint64_t length);
 std::shared_ptr<const ScoreFunctionCase> prefix_lm_case(const RecipeShape& shape, uint64_t seed);
 std::shared_ptr<const ScoreFunctionCase> t5_bucket_case(const RecipeShape& shape, uint64_t seed);
 std::shared_ptr<const ScoreFunctionCase> everything_case(const RecipeShape& shape, uint64_t seed);

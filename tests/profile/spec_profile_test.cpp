@@ -6,7 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
+
+#include "io/npy.h"
 
 #include "mfagen/forward_dispatch.h"
 #include "plan/dispatch_info.h"
@@ -198,6 +203,43 @@ TEST(SpecProfile, SampledCausalForwardIsWithinOnePercentOfAFullRun) {
   EXPECT_NEAR(double(s.device_bytes_read), double(f.device_bytes_read), 0.01 * double(f.device_bytes_read));
   EXPECT_NEAR(double(s.threadgroup_bytes_read), double(f.threadgroup_bytes_read),
               0.01 * double(f.threadgroup_bytes_read));
+}
+
+// mask_mod's block sparsity, counted: document masking with 8 equal
+// documents in 512 tokens (causal inside each) skips every key block outside
+// a document, in the forward and in both backward kernels, so the MMAs of the
+// attention kernels fall to 1/8 of plain causal attention's plus the
+// partially masked diagonal blocks; the block classes are computed whole
+// even when the profile samples (they decide what later launches skip).
+TEST(SpecProfile, MaskModSkipsTheBlocksItHides) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mfagen_mask_mod_profile";
+  std::filesystem::create_directories(dir);
+  const uint64_t tokens = 512;
+  std::vector<int32_t> doc(tokens);
+  for (uint64_t t = 0; t < tokens; ++t) doc[t] = int32_t(t * 8 / tokens);
+  io::write_npy_atomic(dir / "doc.npy", io::NpyArray::from<int32_t>(doc, {1, tokens}));
+  for (const char* kind : {"forward", "backward"}) {
+    std::ofstream(dir / "doc.json") << R"({"kind": ")" << kind << R"(", "dtype": "float16", "head_dim": 64,
+        "causal": "bottom_right", "mask_mod": "q_doc[b, q_idx] == kv_doc[b, kv_idx]",
+        "captures": {"q_doc": {"dtype": "int32", "shape": ["B", "Sq"]},
+                     "kv_doc": {"dtype": "int32", "shape": ["B", "Sk"]}}})";
+    std::ofstream(dir / "plain.json") << R"({"kind": ")" << kind
+                                      << R"(", "dtype": "float16", "head_dim": 64, "causal": "bottom_right"})";
+    SpecCall call;
+    call.shape = {1, 2, 2, tokens, tokens};
+    call.spec_file = (dir / "plain.json").string();
+    const KernelWork plain = profile_spec_call(call);
+    call.spec_file = (dir / "doc.json").string();
+    call.captures = {"q_doc=" + (dir / "doc.npy").string(), "kv_doc=" + (dir / "doc.npy").string()};
+    call.sample_threadgroups = 7;
+    const KernelWork masked = profile_spec_call(call);
+    ASSERT_EQ(masked.launches.size(), plain.launches.size() + 1) << kind;  // the _blocks launch first
+    EXPECT_EQ(masked.launches.front().threadgroups_run, (tokens / 64) * (tokens / 64)) << kind;  // whole, one table
+    // Each 64-token document is one 64x64 key block: only the diagonal blocks remain,
+    // 8 of the 36 blocks causal attention visits.
+    EXPECT_NEAR(mmas(masked), mmas(plain) * 8.0 / 36.0, 0.02 * mmas(plain)) << kind << describe(masked);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

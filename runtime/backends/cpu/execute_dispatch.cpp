@@ -59,6 +59,8 @@ DispatchResult execute(const Module& module, const DispatchPlan& plan,
                                        l.threads_per_threadgroup[2]};
     options.detectors = detectors;
     options.profile = profile;
+    for (const std::string& whole : profile.unsampled_entries)
+      if (l.entry == whole) options.profile.sample_threadgroups = 0;
     for (uint32_t index : l.buffers) options.buffers.push_back({index, bound.at(index)});
     result.launches.push_back(launch(module, l.entry, options));
   }

@@ -76,6 +76,9 @@ struct ForwardKernelInfo {
   // tensors they read (one buffer each, by name).
   bool score_mod = false;
   bool mask_mod = false;
+  // mask_mod's block classes: one table per batch entry only if it reads b,
+  // per head only if it reads h (mask_tables()).
+  bool mask_by_batch = false, mask_by_head = false;
   uint64_t mods_id = 0;
   uint32_t mod_scalars = 0;
   std::vector<CapturedTensor> captures;
@@ -209,6 +212,11 @@ void write_params(Writer& w, const ForwardKernelInfo& kernel, const ForwardCall&
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
 }
 
+// The tables of block classes a mask_mod kernel's _blocks launch writes.
+inline uint64_t mask_tables(const ForwardKernelInfo& k, const AttentionShape& s) {
+  return (k.mask_by_batch ? s.batch : 1) * (k.mask_by_head ? s.heads_q : 1);
+}
+
 // Decode: seq_q may be at most this (DESIGN.md section 4).
 inline constexpr uint64_t kMaxDecodeQueries = 16;
 
@@ -273,7 +281,9 @@ inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardO
                           kForwardLsePartial = 9, kBackwardDOut = 10, kBackwardDq = 11, kBackwardDk = 12,
                           kBackwardDv = 13, kBackwardDRows = 14, kForwardSinks = 15, kBackwardDSinks = 16,
                           kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18, kForwardBlockTable = 19,
-                          kForwardCacheSeqlens = 20, kForwardModScalars = 21, kForwardFirstCapture = 22;
+                          kForwardCacheSeqlens = 20, kForwardModScalars = 21, kForwardFirstCapture = 22,
+                          kForwardBlockClasses = 30;
+inline constexpr uint32_t kMaxCaptures = 4;  // indices 22..25
 // Metal's buffer indices: 0..30.
 inline constexpr uint32_t kMaxBufferIndices = 31;
 

@@ -136,6 +136,9 @@ struct ProfileOptions {
   // linear threadgroup index range is cut into this many equal strata and the
   // threadgroup in the middle of each stands for its stratum.
   uint64_t sample_threadgroups = 0;
+  // Launches that always run every threadgroup: their outputs steer later
+  // launches (mask_mod's _blocks classes decide which blocks are skipped).
+  std::vector<std::string> unsampled_entries;
 };
 
 struct LaunchOptions {
