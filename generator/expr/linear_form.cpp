@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace mfagen::expr {
 
 namespace {
@@ -20,10 +22,23 @@ bool LinearForm::is_constant() const {
   return true;
 }
 
+namespace {
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw std::overflow_error("linear form overflows int64");
+  return r;
+}
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw std::overflow_error("linear form overflows int64");
+  return r;
+}
+}  // namespace
+
 LinearForm LinearForm::operator+(const LinearForm& o) const {
   LinearForm r = *this;
-  r.constant += o.constant;
-  for (int i = 0; i < kSizes; ++i) r.size[i] += o.size[i];
+  r.constant = checked_add(r.constant, o.constant);
+  for (int i = 0; i < kSizes; ++i) r.size[i] = checked_add(r.size[i], o.size[i]);
   return r;
 }
 
@@ -31,14 +46,14 @@ LinearForm LinearForm::operator-(const LinearForm& o) const { return *this + o *
 
 LinearForm LinearForm::operator*(int64_t k) const {
   LinearForm r = *this;
-  r.constant *= k;
-  for (int64_t& c : r.size) c *= k;
+  r.constant = checked_mul(r.constant, k);
+  for (int64_t& c : r.size) c = checked_mul(c, k);
   return r;
 }
 
 int64_t LinearForm::at(const std::array<int64_t, kSizes>& sizes) const {
   int64_t v = constant;
-  for (int i = 0; i < kSizes; ++i) v += size[i] * sizes[i];
+  for (int i = 0; i < kSizes; ++i) v = checked_add(v, checked_mul(size[i], sizes[i]));
   return v;
 }
 
@@ -60,8 +75,13 @@ std::string LinearForm::text() const {
 // b - a = c0 + sum ci si with every si >= 1: at least c0 + sum ci when every
 // ci >= 0.
 bool provably_at_most(const LinearForm& a, const LinearForm& b) {
-  const LinearForm d = b - a;
-  int64_t least = d.constant;
+  LinearForm d;
+  try {
+    d = b - a;
+  } catch (const std::overflow_error&) {
+    return false;  // not provable this way
+  }
+  __int128 least = d.constant;
   for (int64_t c : d.size) {
     if (c < 0) return false;
     least += c;

@@ -17,6 +17,8 @@ struct LinearForm {
   int64_t constant = 0;
   std::array<int64_t, kSizes> size{};
 
+  // Arithmetic throws std::overflow_error rather than wrap (the bounds of
+  // an expression with such numbers are then unknown).
   static LinearForm of(int64_t c) { return {c, {}}; }
   static LinearForm of_size(int which, int64_t add = 0);  // Variable B.. Sk as 0..4
   bool is_constant() const;
@@ -24,7 +26,7 @@ struct LinearForm {
   LinearForm operator-(const LinearForm& o) const;
   LinearForm operator*(int64_t k) const;
   bool operator==(const LinearForm&) const = default;
-  // The value for given sizes (B, Hq, Hkv, Sq, Sk).
+  // The value for given sizes (B, Hq, Hkv, Sq, Sk); std::overflow_error past int64.
   int64_t at(const std::array<int64_t, kSizes>& sizes) const;
   // "Sq + Sk - 2", "254", "-Sk + 1".
   std::string text() const;

@@ -105,6 +105,11 @@ LinearForm parse_extent(const std::string& text) {
     throw ExpressionError(1, "expected a linear form of B, Hq, Hkv, Sq, Sk and integers, such as \"Sq + Sk - 1\"");
   if (!provably_at_most(LinearForm::of(1), *r.low))
     throw ExpressionError(1, fmt::format("an extent must be at least 1 for every call; {} may be less", r.low->text()));
+  // Coefficients the runtime evaluates without overflow for sizes below 2^32.
+  constexpr int64_t kLargest = int64_t(1) << 31;
+  bool small = r.low->constant <= kLargest && r.low->constant >= -kLargest;
+  for (int64_t c : r.low->size) small = small && c <= kLargest && c >= -kLargest;
+  if (!small) throw ExpressionError(1, "an extent's numbers must stay within 2^31");
   return *r.low;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 
 namespace mfagen::expr {
@@ -394,7 +395,18 @@ class Checker {
 
 }  // namespace
 
+Interval integer_bounds_of(const Node& n);
+
+// Bounds whose arithmetic would overflow int64 are unknown.
 Interval integer_bounds(const Node& n) {
+  try {
+    return integer_bounds_of(n);
+  } catch (const std::overflow_error&) {
+    return Interval::unknown();
+  }
+}
+
+Interval integer_bounds_of(const Node& n) {
   if (n.type != Type::integer) return Interval::unknown();
   switch (n.op) {
     case Op::int_literal:

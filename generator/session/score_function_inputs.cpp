@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
 #include "io/npy.h"
@@ -64,7 +65,12 @@ std::vector<std::vector<std::byte>> read_captured_tensors(const std::vector<std:
     const std::string what = fmt::format("--capture {}={}", c.name, files[i]);
     std::vector<uint64_t> expected;
     for (const expr::LinearForm& e : c.extents) {
-      const int64_t n = e.at(sizes);
+      int64_t n = 0;
+      try {
+        n = e.at(sizes);
+      } catch (const std::overflow_error&) {
+        throw CallError(fmt::format("{}: extent {} of {} overflows for this call's shape", what, e.text(), c.name));
+      }
       if (n < 1)
         throw CallError(fmt::format("{}: extent {} of {} is {} for this call's shape; it must be at least 1", what,
                                     e.text(), c.name, n));

@@ -77,9 +77,9 @@ bool captured_count(const CapturedTensor& t, const AttentionShape& s, uint64_t& 
                             int64_t(s.seq_k)};
   count = 1;
   for (const std::array<int64_t, 6>& e : t.extents) {
-    int64_t extent = 0;
-    for (int i = 0; i < 6; ++i) extent += e[i] * sizes[i];
-    if (extent < 1) return false;
+    __int128 extent = 0;  // as captured_elements(): no overflow in 128 bits
+    for (int i = 0; i < 6; ++i) extent += __int128(e[i]) * sizes[i];
+    if (extent < 1 || extent > __int128(kMaxSeq)) return false;
     count *= uint64_t(extent);
     if (count > kMaxSeq) return false;
   }

@@ -102,6 +102,9 @@ TEST(ExprBounds, RefusesReadsThatMayLeaveTheirExtents) {
   EXPECT_NE(error_of("score + bias[q_doc[b, q_idx]]").find("may be out of range"), std::string::npos);
   EXPECT_NE(error_of("score + head_scale[h + 1]").find("[1, Hq]"), std::string::npos);
   EXPECT_NE(error_of("score + bias[q_idx * q_idx]").find("may be out of range"), std::string::npos);
+  // Bounds whose arithmetic would overflow are unknown, never wrapped.
+  EXPECT_NE(error_of("score + bias[2147483647 * 2147483647 * 2147483647 * q_idx]").find("[unbounded, unbounded]"),
+            std::string::npos);
 }
 
 TEST(ExprBounds, ExtentsAreLinearFormsOfTheSizes) {
@@ -113,6 +116,8 @@ TEST(ExprBounds, ExtentsAreLinearFormsOfTheSizes) {
   EXPECT_THROW(parse_extent("q_idx"), ExpressionError);
   EXPECT_THROW(parse_extent("Sq * Sk"), ExpressionError);
   EXPECT_THROW(parse_extent("score"), ExpressionError);
+  EXPECT_THROW(parse_extent("2147483647 * 2147483647 * Sq"), ExpressionError);
+  EXPECT_THROW(parse_extent("2147483647 * 2147483647 * 2147483647 * Sq"), ExpressionError);
 }
 
 }  // namespace
