@@ -267,6 +267,7 @@ int run(const RunArgs& args) {
   std::vector<std::string> written = {(dir / "out.npy").string()};
   std::vector<std::byte> dq, dk, dv;
   std::vector<float> d_sinks(plan.spec.sinks && backward ? shape.heads_q : 0);
+  std::vector<std::pair<const CapturedTensor*, std::vector<float>>> capture_grads;
   if (backward) {
     const DispatchPlan grads = session::dispatch_for(entry, call);
     std::vector<std::byte> do_bytes = rounded(*d_out);
@@ -278,6 +279,10 @@ int run(const RunArgs& args) {
     tensors[plan::kDkIndex] = dk;
     tensors[plan::kDvIndex] = dv;
     if (!d_sinks.empty()) tensors[plan::kDSinksIndex] = std::as_writable_bytes(std::span(d_sinks));
+    for (const CapturedTensor& t : entry.info.captures)  // gradients of the float tensors score_mod reads
+      if (t.gradient) capture_grads.emplace_back(&t, std::vector<float>(grads.buffer(t.gradient_buffer)->bytes / 4));
+    for (size_t r = 0; r < capture_grads.size(); ++r)
+      tensors[kBackwardFirstCaptureGrad + uint32_t(r)] = std::as_writable_bytes(std::span(capture_grads[r].second));
     const RunStats backward_run = backend->run(set.library, entry, grads, tensors);
     run.seconds += backward_run.seconds;
     run.compile_seconds += backward_run.compile_seconds;
@@ -296,6 +301,18 @@ int run(const RunArgs& args) {
     if (!d_sinks.empty()) {
       write_output(dir / "d_sinks.npy", d_sinks, {shape.heads_q});
       written.push_back((dir / "d_sinks.npy").string());
+    }
+    for (const auto& [t, values] : capture_grads) {  // d_NAME.npy, in the captured tensor's shape
+      const expr::CaptureDecl* decl = nullptr;
+      for (const expr::CaptureDecl& c : plan.spec.mods.captures)
+        if (c.name == t->name) decl = &c;
+      const std::array<int64_t, 5> sizes{int64_t(shape.batch), int64_t(shape.heads_q), int64_t(shape.heads_kv),
+                                         int64_t(shape.seq_q), int64_t(shape.seq_k)};
+      std::vector<uint64_t> extents;
+      for (const expr::LinearForm& e : decl->extents) extents.push_back(uint64_t(e.at(sizes)));
+      const std::filesystem::path file = dir / ("d_" + t->name + ".npy");
+      write_output(file, values, extents);
+      written.push_back(file.string());
     }
   }
   std::string files;
@@ -346,7 +363,8 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "Dropout (a spec with dropout): --dropout P with --seed S and --offset O; the backward (--do)\n"
       "regenerates the forward's mask.\n"
       "score_mod / mask_mod (a spec with them): each captured tensor as --capture NAME=FILE.npy (<f4 or <i4,\n"
-      "of the shape its extents give for the call) and each scalar as --scalar NAME=VALUE.\n"
+      "of the shape its extents give for the call) and each scalar as --scalar NAME=VALUE; the backward also\n"
+      "writes d_NAME.npy (<f4) for each float32 tensor score_mod reads.\n"
       "Negative numbers need the --name=value form: --window-left=-1.\n\n"
       "Example:\n"
       "  mfagen run specs/llama.json --q q.npy --k k.npy --v v.npy --causal bottom_right --out-dir out");

@@ -71,6 +71,9 @@ Json mods_json(const plan::KernelPlan& p) {
       extents.push_back({e.constant, e.size[0], e.size[1], e.size[2], e.size[3], e.size[4]});
     j["captures"].push_back({{"name", c.name}, {"dtype", expr::spelling(c.type)}, {"extents", extents}});
   }
+  // Backward kernels write the gradients of the float tensors score_mod reads (d_capture_NAME).
+  if (p.spec.kind == spec::Kind::backward)
+    for (size_t k : expr::gradient_captures(m)) j["captures"][k]["gradient"] = true;
   return j;
 }
 

@@ -92,7 +92,11 @@ class Emitter {
     return paren ? "(" + text + ")" : text;
   }
 
-  std::string read(const Node& n) {
+  std::string read(const Node& n) { return fmt::format("m.{}[{}]", env_.captures[n.index].name, flat_index(n)); }
+
+ public:
+  // The row-major flat index of a read: i0 * E1 + i1, (i0 * E1 + i1) * E2 + i2, ...
+  std::string flat_index(const Node& n) {
     const CaptureDecl& c = env_.captures[n.index];
     std::string flat = emit(*n.args[0]);
     for (size_t d = 1; d < n.args.size(); ++d) {
@@ -102,9 +106,10 @@ class Emitter {
       flat = fmt::format("{} * {} + {}", d == 1 ? left : "(" + flat + ")", simple ? extent : "(" + extent + ")",
                          operand(*n.args[d], kSum, true));
     }
-    return fmt::format("m.{}[{}]", c.name, flat);
+    return flat;
   }
 
+ private:
   std::string call(const Node& n) {
     std::vector<std::string> args;
     for (const NodePtr& a : n.args) args.push_back(emit(*a));
@@ -124,6 +129,8 @@ class Emitter {
 }  // namespace
 
 std::string to_msl(const Node& n, const Environment& env) { return Emitter(env).emit(n); }
+
+std::string msl_flat_index(const Node& read, const Environment& env) { return Emitter(env).flat_index(read); }
 
 std::string msl_float(double v) {
   std::string text = fmt::format("{}", float(v));

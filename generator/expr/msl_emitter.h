@@ -14,6 +14,9 @@ namespace mfagen::expr {
 
 std::string to_msl(const Node& n, const Environment& env);
 
+// The row-major flat index a read of a captured tensor reads, over `m`'s sizes.
+std::string msl_flat_index(const Node& read, const Environment& env);
+
 // A float32 literal in MSL: "0.5f", "1e-05f", "3.0f".
 std::string msl_float(double v);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "expr/derivative.h"
 #include "expr/msl_emitter.h"
 #include "expr/parser.h"
@@ -92,6 +94,86 @@ bool references(const Node& n, Variable v) {
 }
 }  // namespace
 
+std::vector<size_t> gradient_captures(const ScoreFunctions& f) {
+  if (f.score_mod.empty()) return {};
+  const CheckedScoreFunctions c = check_score_functions(f);
+  std::vector<size_t> out;
+  for (const Node* read : float_reads(c.score_mod))
+    if (std::find(out.begin(), out.end(), size_t(read->index)) == out.end()) out.push_back(read->index);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string capture_gradient_buffer_name(const std::string& capture) { return "d_" + capture_buffer_name(capture); }
+
+std::string msl_capture_gradients(const ScoreFunctions& f) {
+  const std::vector<size_t> captures = gradient_captures(f);
+  if (captures.empty()) return "";
+  const CheckedScoreFunctions c = check_score_functions(f);
+  // Each gradient's elements for the call, and where it starts among the partial sums.
+  std::vector<std::string> sizes, offsets;
+  for (size_t k : captures) {
+    std::vector<std::string> factors;
+    for (const LinearForm& e : f.captures[k].extents) {
+      const std::string text = msl_extent(e);
+      factors.push_back(text.find(' ') == std::string::npos ? text : "(" + text + ")");
+    }
+    offsets.push_back(sizes.empty() ? "0" : fmt::format("{}", fmt::join(sizes, " + ")));
+    sizes.push_back(fmt::format("{}", fmt::join(factors, " * ")));
+  }
+  std::string s;
+  s += "\n// Gradients of the float captured tensors score_mod reads (";
+  for (size_t i = 0; i < captures.size(); ++i) s += (i ? ", " : "") + f.captures[captures[i]].name;
+  s += "): their elements for this call, one after another.\n";
+  s += fmt::format("inline int capture_grad_elements(ModInputs m) {{\n{};\n}}\n",
+                   wrapped("  return ", fmt::format("{}", fmt::join(sizes, " + ")), "      "));
+  s += "\n// One pair's contributions to those gradients: dS (of the score after score_mod) times d score_mod /\n"
+       "// d element, for each element score_mod reads (derived by the generator), added to `partial`.\n";
+  s += "inline void accumulate_capture_grads(float score, int b, int h, int q_idx, int kv_idx, ModInputs m, float ds,\n"
+       "                                     device float* partial) {\n";
+  for (const Node* read : float_reads(c.score_mod)) {
+    const size_t rank = size_t(std::find(captures.begin(), captures.end(), size_t(read->index)) - captures.begin());
+    const std::string offset = offsets[rank] == "0" ? "" : "(" + offsets[rank] + ") + ";
+    s += wrapped("  ", fmt::format("partial[{}{}] += ds * ({});", offset, msl_flat_index(*read, c.env),
+                                   to_msl(*derivative_by_read(c.score_mod, read), c.env)),
+                 "      ") + "\n";
+  }
+  s += "}\n";
+  // The summed element `element` into the gradient it belongs to.
+  std::vector<std::string> pointers;
+  for (size_t k : captures) pointers.push_back("device float* " + capture_gradient_buffer_name(f.captures[k].name));
+  s += "\n// Element `element` of the gradients, one after another, into the gradient it belongs to.\n";
+  s += wrapped("inline void store_capture_grad(int element, float sum, ModInputs m, ",
+               fmt::format("{}) {{", fmt::join(pointers, ", ")), "                               ") + "\n";
+  for (size_t i = 0; i < captures.size(); ++i) {
+    const std::string name = capture_gradient_buffer_name(f.captures[captures[i]].name);
+    if (i + 1 == captures.size()) {
+      s += fmt::format("  {}[element] = sum;\n", name);
+      break;
+    }
+    s += fmt::format("  if (element < {0}) {{\n    {1}[element] = sum;\n    return;\n  }}\n  element -= {0};\n",
+                     sizes[i], name);
+  }
+  s += "}";
+  return s;
+}
+
+std::string msl_capture_gradient_parameters(const ScoreFunctions& f, const std::string& indent) {
+  std::string s;
+  const std::vector<size_t> captures = gradient_captures(f);
+  for (size_t i = 0; i < captures.size(); ++i)
+    s += fmt::format("{}device float* {} [[buffer({})]],\n", indent,
+                     capture_gradient_buffer_name(f.captures[captures[i]].name), kFirstCaptureGradIndex + i);
+  if (!s.empty()) s.pop_back();
+  return s;
+}
+
+std::string msl_capture_gradient_arguments(const ScoreFunctions& f) {
+  std::string s;
+  for (size_t k : gradient_captures(f)) s += ", " + capture_gradient_buffer_name(f.captures[k].name);
+  return s;
+}
+
 MaskDependence mask_dependence(const ScoreFunctions& f) {
   if (f.mask_mod.empty()) return {};
   const CheckedScoreFunctions c = check_score_functions(f);
@@ -150,6 +232,10 @@ std::string msl_functions(const ScoreFunctions& f, bool with_slope) {
     s += fmt::format("\n// Whether query q_idx may see key kv_idx (with every built-in rule).\n"
                      "inline bool mask_mod({}) {{\n{};\n}}\n",
                      params, wrapped("  return ", to_msl(*c.mask_mod, c.env), "      "));
+  }
+  if (with_slope) {
+    const std::string gradients = msl_capture_gradients(f);
+    if (!gradients.empty()) s += gradients + "\n";
   }
   s.pop_back();  // the template ends the line
   return s;

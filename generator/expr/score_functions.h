@@ -58,6 +58,25 @@ struct MaskDependence {
 };
 MaskDependence mask_dependence(const ScoreFunctions& f);
 
+// The float captured tensors score_mod reads, by position in f.captures: the
+// backward writes their gradients (at most kMaxCaptureGradients).
+std::vector<size_t> gradient_captures(const ScoreFunctions& f);
+inline constexpr size_t kMaxCaptureGradients = 3;
+inline constexpr uint32_t kFirstCaptureGradIndex = 26;   // d_capture_NAME, in gradient_captures() order
+inline constexpr uint32_t kCaptureGradPartialsIndex = 29; // per-threadgroup partial sums (scratch)
+
+// The backward's MSL for those gradients: capture_grad_elements(m), the
+// elements of all of them for a call, and accumulate_capture_grads(), which
+// adds one pair's contributions (dS times d score_mod / d element) into a
+// threadgroup's partial sums. Empty when gradient_captures() is.
+std::string msl_capture_gradients(const ScoreFunctions& f);
+// The _dcaptures kernel's parameters for the gradients (one per line, `indent`
+// first, no newline after the last) and the arguments passing them on (", d_capture_a, ...").
+std::string msl_capture_gradient_parameters(const ScoreFunctions& f, const std::string& indent);
+std::string msl_capture_gradient_arguments(const ScoreFunctions& f);
+// The name of the buffer of a captured tensor's gradient: "d_capture_" + name.
+std::string capture_gradient_buffer_name(const std::string& capture);
+
 // Parses and checks both expressions; a ScoreFunctionError names the one at fault.
 CheckedScoreFunctions check_score_functions(const ScoreFunctions& f);
 

@@ -63,8 +63,11 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
     t.is_float = c.type == expr::CaptureType::float32;
     for (const expr::LinearForm& e : c.extents)
       t.extents.push_back({e.constant, e.size[0], e.size[1], e.size[2], e.size[3], e.size[4]});
+    t.gradient_buffer = expr::capture_gradient_buffer_name(c.name);
     info.captures.push_back(std::move(t));
   }
+  if (p.spec.kind == spec::Kind::backward)  // float tensors score_mod reads get their gradients
+    for (size_t k : expr::gradient_captures(p.spec.mods)) info.captures[k].gradient = true;
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;

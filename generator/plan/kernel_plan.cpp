@@ -73,6 +73,11 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, s.mods.score_mod.empty() ? "mask_mod" : "score_mod",
            "score_mod and mask_mod compile into forward and backward kernels on dense tensors in this version "
            "(kind forward or backward, layout dense, kv_cache dense, k and v in the spec's dtype)");
+  if (s.kind == spec::Kind::backward && expr::gradient_captures(s.mods).size() > expr::kMaxCaptureGradients)
+    refuse(s, "score_mod",
+           fmt::format("the backward writes a gradient for each float captured tensor score_mod reads, at most {} "
+                       "(Metal's buffer indices run out)",
+                       expr::kMaxCaptureGradients));
   if (s.dropout && s.layout == spec::Layout::varlen)
     refuse(s, "dropout",
            "dropout with packed sequences is not supported in this version (the mask's counter is per dense "
@@ -154,6 +159,14 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
                        false});
   if (!s.mods.mask_mod.empty())
     buffers.push_back({expr::kBlockClassesIndex, "block_classes", "device uchar*", true, true});
+  if (s.kind == spec::Kind::backward) {
+    const std::vector<size_t> gradients = expr::gradient_captures(s.mods);
+    for (size_t i = 0; i < gradients.size(); ++i)
+      buffers.push_back({expr::kFirstCaptureGradIndex + uint32_t(i),
+                         expr::capture_gradient_buffer_name(s.mods.captures[gradients[i]].name), "device float*", true});
+    if (!gradients.empty())
+      buffers.push_back({expr::kCaptureGradPartialsIndex, "capture_grad_partials", "device float*", true, true});
+  }
   if (s.kind == spec::Kind::decode) {
     buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
     buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
@@ -203,6 +216,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   if (s.kind == spec::Kind::decode) p.entries = {s.name, p.combine_entry};
   if (s.kind == spec::Kind::backward) p.entries = {s.name + "_preprocess", s.name + "_dkdv", s.name + "_dq"};
   if (s.kind == spec::Kind::backward && s.sinks) p.entries.push_back(s.name + "_dsinks");
+  // The captured tensors' gradients are summed last.
+  if (s.kind == spec::Kind::backward && !expr::gradient_captures(s.mods).empty()) p.entries.push_back(s.name + "_dcaptures");
   // mask_mod's block classes are computed first (DESIGN.md section 13).
   if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();

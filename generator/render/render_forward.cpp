@@ -146,6 +146,11 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"block_classes_index", number(expr::kBlockClassesIndex)},
       {"mask_by_batch_value", expr::mask_dependence(s.mods).batch ? "true" : "false"},
       {"mask_by_head_value", expr::mask_dependence(s.mods).head ? "true" : "false"},
+      {"capture_grads", s.kind == spec::Kind::backward && !expr::gradient_captures(s.mods).empty()},
+      {"capture_grad_partials_index", number(expr::kCaptureGradPartialsIndex)},
+      {"capture_grad_parameters", expr::msl_capture_gradient_parameters(s.mods, std::string(32, ' '))},
+      {"capture_grad_arguments", expr::msl_capture_gradient_arguments(s.mods)},
+      {"mod_parameters_dcaptures", expr::msl_parameters(s.mods, std::string(32, ' '))},
       {"mod_parameters_dq", expr::msl_parameters(s.mods, std::string(25, ' '))},
       {"mod_inputs", s.mods.any() ? expr::msl_inputs(s.mods) : std::string()},
       // Scores without additive terms stay raw dots until the exp2 (forward).

@@ -288,6 +288,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     plan.buffers.push_back({kForwardLsePartial, "lse_partial", checked_mul(slots, 4, "partials"), true, true});
   }
 
+  uint64_t gradient_elements = 0;  // backward: of the captured tensors' gradients
   if (kernel.backward) {
     // dO has the strides of out, dQ those of q, dK and dV those of k and v.
     plan.buffers.push_back({kBackwardDOut, "d_out", out_bytes, false});
@@ -298,6 +299,19 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
                             checked_mul(checked_mul(shape.batch * shape.heads_q, shape.seq_q, "d_rows"), 4, "d_rows"),
                             true, true});
     if (kernel.sinks) plan.buffers.push_back({kBackwardDSinks, "d_sinks", plan.buffer("sinks")->bytes, true});
+    // Gradients of the float captured tensors score_mod reads, and the dQ threadgroups' partial sums of them.
+    uint32_t rank = 0;
+    for (const CapturedTensor& t : kernel.captures) {
+      if (!t.gradient) continue;
+      const uint64_t elements = captured_elements(t, shape);
+      plan.buffers.push_back({kBackwardFirstCaptureGrad + rank++, t.gradient_buffer, 4 * elements, true});
+      gradient_elements += elements;
+    }
+    if (gradient_elements)
+      plan.buffers.push_back({kBackwardCaptureGradPartials, "capture_grad_partials",
+                              checked_mul(checked_mul(shape.batch * shape.heads_q, q_blocks, "capture_grad_partials"),
+                                          4 * gradient_elements, "capture_grad_partials"),
+                              true, true});
   }
 
   // The fields of the kernel's AttentionParams, in its order: 8-byte fields
@@ -316,7 +330,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
         if (b.index == index) used.push_back(index);
     if (scores)
       for (const BufferRequirement& b : plan.buffers)
-        if (b.index >= kForwardModScalars && b.index < kMaxBufferIndices) used.push_back(b.index);
+        if (b.index < 32 && (kModInputsMask >> b.index & 1u)) used.push_back(b.index);
     return used;
   };
   auto launch = [&](std::string entry, std::array<uint64_t, 3> grid, uint32_t threads, uint32_t tg_bytes,
@@ -327,6 +341,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     l.threads_per_threadgroup = {threads, 1, 1};
     l.threadgroup_bytes = tg_bytes;
     l.buffers = std::move(buffers);
+    std::sort(l.buffers.begin(), l.buffers.end());  // bound in ascending order, as LaunchPlan keeps them
     plan.launches.push_back(std::move(l));
   };
   if (kernel.mask_mod)
@@ -339,13 +354,22 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
            bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
                   kBackwardDOut, kBackwardDk, kBackwardDv, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK},
                  true));
+    std::vector<uint32_t> dq_buffers =
+        bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
+               kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK},
+              true);
+    if (gradient_elements) dq_buffers.push_back(kBackwardCaptureGradPartials);
     launch(kernel.entry + "_dq", {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
-           bound({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
-                  kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK},
-                 true));
+           std::move(dq_buffers));
     if (kernel.sinks)
       launch(kernel.entry + "_dsinks", {shape.heads_q, 1, 1}, 32, 0,
              bound({kForwardLse, kForwardParams, kBackwardDRows, kForwardSinks, kBackwardDSinks, kForwardCuSeqlensQ}));
+    if (gradient_elements) {
+      std::vector<uint32_t> buffers = bound({kForwardParams});
+      for (const BufferRequirement& b : plan.buffers)
+        if (b.index >= kForwardModScalars && b.index <= kBackwardCaptureGradPartials) buffers.push_back(b.index);
+      launch(kernel.entry + "_dcaptures", {(gradient_elements + 31) / 32, 1, 1}, 32, 0, std::move(buffers));
+    }
   } else if (kernel.decode) {
     launch(kernel.entry, {splits, uint64_t(shape.heads_kv) * row_blocks, shape.batch}, kernel.threads,
            kernel.threadgroup_bytes,

@@ -158,7 +158,9 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   const ForwardKernelInfo& info = kernel.info;
   // mask_mod kernels launch their _blocks entry first.
   const size_t first = info.mask_mod ? 1 : 0;
-  if (kernel.entries.size() != first + (info.backward ? 3u + info.sinks : info.decode ? 2u : 1u))
+  bool gradients = false;
+  for (const CapturedTensor& t : info.captures) gradients = gradients || t.gradient;
+  if (kernel.entries.size() != first + (info.backward ? 3u + info.sinks + gradients : info.decode ? 2u : 1u))
     throw DispatchError("kernel " + kernel.name + " lists " + std::to_string(kernel.entries.size()) +
                         " entry points; launch_plan needs a KernelEntry of a loaded Library");
   if (!call_is_valid(info, call)) reject(kernel, call);
@@ -227,6 +229,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     add(kForwardOutPartial, "out_partial", c.mul(slots, uint64_t(info.head_dim_v) * 4), true, true);
     add(kForwardLsePartial, "lse_partial", c.mul(slots, 4), true, true);
   }
+  uint64_t gradient_elements = 0;  // backward: of the captured tensors' gradients
   if (info.backward) {
     add(kBackwardDOut, "d_out", out_bytes, false);
     add(kBackwardDq, "dq", q_bytes, true);
@@ -234,6 +237,17 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     add(kBackwardDv, "dv", v_bytes, true);
     add(kBackwardDRows, "d_rows", c.mul(c.mul(s.batch * s.heads_q, s.seq_q), 4), true, true);
     if (info.sinks) add(kBackwardDSinks, "d_sinks", sinks_bytes, true);
+    uint32_t rank = 0;
+    for (const CapturedTensor& t : info.captures) {
+      if (!t.gradient) continue;
+      uint64_t elements = 0;
+      if (!captured_count(t, s, elements)) reject(kernel, call);
+      add(kBackwardFirstCaptureGrad + rank++, t.gradient_buffer, 4 * elements, true);
+      gradient_elements += elements;
+    }
+    if (gradient_elements)
+      add(kBackwardCaptureGradPartials, "capture_grad_partials",
+          c.mul(c.mul(s.batch * s.heads_q, q_blocks), 4 * gradient_elements), true, true);
   }
   if (!c.ok) reject(kernel, call);  // a size that does not fit 64 bits
 
@@ -255,7 +269,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     l.buffer_mask = wanted & present;
   };
   // The score_mod / mask_mod inputs (indices 21 and up) join the launches that compute scores.
-  const uint32_t mod_inputs = present & ~((1u << kForwardModScalars) - 1);
+  const uint32_t mod_inputs = present & kModInputsMask;
   auto bits = [](std::initializer_list<uint32_t> indices) {
     uint32_t m = 0;
     for (uint32_t i : indices) m |= 1u << i;
@@ -279,10 +293,13 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     launch(2, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardLse, kForwardParams, kForwardMask, kForwardAlibi,
                  kBackwardDOut, kBackwardDq, kBackwardDRows, kForwardCuSeqlensQ, kForwardCuSeqlensK}) |
-               mod_inputs);
+               mod_inputs | (present & bits({kBackwardCaptureGradPartials})));
     if (info.sinks)
       launch(3, s.heads_q, 1, 1, 32, 0,
              bits({kForwardLse, kForwardParams, kBackwardDRows, kForwardSinks, kBackwardDSinks, kForwardCuSeqlensQ}));
+    if (gradient_elements)
+      launch(3 + info.sinks, ceil_div(gradient_elements, 32), 1, 1, 32, 0,
+             bits({kForwardParams}) | (present & ((1u << (kBackwardCaptureGradPartials + 1)) - (1u << kForwardModScalars))));
   } else if (info.decode) {
     launch(0, splits, uint64_t(s.heads_kv) * row_blocks, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,

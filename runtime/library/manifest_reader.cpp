@@ -91,6 +91,9 @@ std::vector<std::string> expected_entries(const KernelEntry& e) {
     entries.insert(entries.end(), {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"});
   else entries.push_back(e.name);
   if (e.kind == KernelKind::backward && e.info.sinks) entries.push_back(e.name + "_dsinks");
+  bool gradients = false;
+  for (const CapturedTensor& t : e.info.captures) gradients = gradients || t.gradient;
+  if (e.kind == KernelKind::backward && gradients) entries.push_back(e.name + "_dcaptures");
   return entries;
 }
 
@@ -186,6 +189,10 @@ void parse_mods(const Field& m, KernelEntry& e) {
     const std::string dtype = c.at("dtype").string();
     if (dtype != "float32" && dtype != "int32") c.at("dtype").fail("\"float32\" or \"int32\"");
     t.is_float = dtype == "float32";
+    t.gradient = c.has("gradient") && c.at("gradient").boolean();
+    if (t.gradient && (!t.is_float || e.kind != KernelKind::backward))
+      c.at("gradient").fail("false (gradients are of float32 tensors, in backward kernels)");
+    t.gradient_buffer = "d_capture_" + t.name;
     const Field extents = c.at("extents");
     if (extents.array().empty() || extents.array().size() > 4) extents.fail("1 to 4 extents");
     for (size_t d = 0; d < extents.array().size(); ++d) {

@@ -359,8 +359,9 @@ TEST_F(RunCli, ScoreFunctionsForwardAndBackward) {
   for (size_t j = 0; j < doc.size(); ++j) doc[j] = int32_t(j % 3 == 1);
   io::write_npy_atomic(dir_ / "rel.npy", NpyArray::from<float>(rel, {22}));
   io::write_npy_atomic(dir_ / "doc.npy", NpyArray::from<int32_t>(doc, {1, 14}));
-  p.score_mod = [rel](double z, uint64_t, uint64_t, uint64_t i, uint64_t j) {
-    return z * 1.5 + double(rel[i - j + 13]);
+  auto table = std::make_shared<std::vector<float>>(rel);  // shared: perturbed below for d_rel
+  p.score_mod = [table](double z, uint64_t, uint64_t, uint64_t i, uint64_t j) {
+    return z * 1.5 + double((*table)[i - j + 13]);
   };
   p.mask_mod = [doc](uint64_t, uint64_t, uint64_t i, uint64_t j) { return doc[j] == 0 || i >= j; };
   const std::vector<std::string> inputs = {"--capture", "rel=" + (dir_ / "rel.npy").string(), "--capture",
@@ -382,6 +383,25 @@ TEST_F(RunCli, ScoreFunctionsForwardAndBackward) {
   const auto dq = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dq.npy").values<float>(), want.dq,
                                             naive.dq, ElementType::float32, "dq", {1, 4, 9, 16});
   EXPECT_TRUE(dq.ok) << dq.detail;
+  // d_rel.npy: the gradient of the captured table, against central differences of the float64 loss sum(dO . out).
+  const io::NpyArray d_rel = io::read_npy(fs::path(out_dir()) / "d_rel.npy");
+  ASSERT_EQ(d_rel.shape, std::vector<uint64_t>{22});
+  const std::vector<float> got = d_rel.values<float>();
+  auto loss = [&] {
+    const auto r = reference::reference_attention(p);
+    double sum = 0;
+    for (size_t i = 0; i < r.out.size(); ++i) sum += r.out[i] * d_out[i];
+    return sum;
+  };
+  for (size_t e = 0; e < got.size(); ++e) {
+    const float saved = (*table)[e], step = 1.0f / 1024;
+    (*table)[e] = saved + step;
+    const double up = loss();
+    (*table)[e] = saved - step;
+    const double down = loss();
+    (*table)[e] = saved;
+    EXPECT_NEAR(got[e], (up - down) / (2 * double(step)), 1e-3) << "d_rel[" << e << "]";
+  }
 
   io::write_npy_atomic(dir_ / "short.npy", NpyArray::from<float>(rel, {11, 2}));
   io::write_npy_atomic(dir_ / "docf.npy", NpyArray::from<float>(rel, {1, 22}));

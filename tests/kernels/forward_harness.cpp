@@ -74,6 +74,51 @@ std::vector<double> case_sinks(const ForwardCase& c) {
   return sinks;
 }
 
+namespace {
+
+// A captured tensor's gradient against central differences of the float64
+// reference's loss sum(dO . out) in each of its elements (the reference reads
+// the case's shared table, which this perturbs and restores). The bound is
+// relative to the gradient's largest element: the sums run over many pairs.
+reference::ToleranceVerdict check_capture_gradient(const ForwardCase& c, const reference::AttentionProblem& problem,
+                                                   const std::vector<double>& d_out, size_t capture,
+                                                   const std::vector<float>& got, reference::ElementType type) {
+  const std::shared_ptr<std::vector<float>>& table = c.mods->float_tables.at(capture);
+  const std::string name = "d_" + c.mods->functions.captures[capture].name;
+  if (!table || table->size() != got.size())
+    return {false, 0, 0, 0, name + ": the case has no table of its size to differentiate"};
+  auto loss = [&] {
+    const reference::AttentionResult r = reference::reference_attention(problem);
+    double sum = 0;
+    for (size_t i = 0; i < r.out.size(); ++i) sum += r.out[i] * d_out[i];
+    return sum;
+  };
+  std::vector<double> want(got.size());
+  double largest = 0;
+  for (size_t e = 0; e < got.size(); ++e) {
+    const float saved = (*table)[e];
+    const float step = 1.0f / 1024;  // exact in float32, so the perturbed values are exactly saved +- step
+    (*table)[e] = saved + step;
+    const double up = loss();
+    (*table)[e] = saved - step;
+    const double down = loss();
+    (*table)[e] = saved;
+    want[e] = (up - down) / (2.0 * double(step));
+    largest = std::max(largest, std::fabs(want[e]));
+  }
+  const double bound = (type == reference::ElementType::float32 ? 2e-4 : 2e-2) * largest + 1e-4;
+  double worst = 0;
+  size_t at = 0;
+  for (size_t e = 0; e < got.size(); ++e)
+    if (std::fabs(double(got[e]) - want[e]) > worst) worst = std::fabs(double(got[e]) - want[e]), at = e;
+  const bool ok = worst <= bound;
+  return {ok, worst, 0, bound,
+          fmt::format("{} {}: max error {:.3g} at element {} (kernel {}, central differences {}), bound {:.3g}", name,
+                      ok ? "ok" : "FAILED", worst, at, got[at], want[at], bound)};
+}
+
+}  // namespace
+
 std::string ForwardCase::describe() const {
   std::string d = fmt::format("{} D={} Dv={} causal={} gqa={} lse={} Hq={} Hkv={}", spec::to_string(dtype), head_dim,
                               head_dim_v ? head_dim_v : head_dim, spec::to_string(causal), gqa, lse, heads_q, heads_kv);
@@ -300,13 +345,28 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     tensors[plan::kDvIndex] = dv;
     std::vector<float> d_sinks(c.sinks ? c.heads_q : 0, 12345.0f);
     if (c.sinks) tensors[plan::kDSinksIndex] = std::as_writable_bytes(std::span(d_sinks));
+    // The gradients of the float captured tensors score_mod reads, in capture order.
+    const ForwardKernelInfo binfo = plan::forward_kernel_info(bplan);
+    std::vector<std::pair<size_t, std::vector<float>>> capture_grads;
+    for (size_t k = 0; k < binfo.captures.size(); ++k)
+      if (binfo.captures[k].gradient)
+        capture_grads.emplace_back(k, std::vector<float>(bdispatch.buffer(binfo.captures[k].gradient_buffer)->bytes / 4,
+                                                         12345.0f));
+    for (size_t r = 0; r < capture_grads.size(); ++r)
+      tensors[kBackwardFirstCaptureGrad + uint32_t(r)] = std::as_writable_bytes(std::span(capture_grads[r].second));
     outcome.backward = cpu::execute(*bmodule, bdispatch, tensors);
+
     const reference::AttentionGradients want = reference::reference_attention_backward(problem, d_out);
     const reference::AttentionGradients naive_grads = reference::naive_attention_backward_in_dtype(problem, d_out, type);
     const std::vector<float> got_dq = read_tensor(dq, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type);
     const std::vector<float> got_dk = read_tensor(dk, c.batch, c.heads_kv, c.seq_k, problem.head_dim, strides.k, type);
     const std::vector<float> got_dv = read_tensor(dv, c.batch, c.heads_kv, c.seq_k, problem.head_dim_v, strides.v, type);
     outcome.gradient_values = {got_dq, got_dk, got_dv};
+    if (!c.adjust_reference)  // (a built-in's reference does not read the case's tables)
+      for (const auto& [k, got] : capture_grads) {
+        outcome.gradient_values.push_back(got);
+        outcome.gradients.push_back(check_capture_gradient(c, problem, d_out, k, got, type));
+      }
     outcome.gradients.push_back(reference::check_gradient(got_dq, want.dq, naive_grads.dq, type, "dq",
                                                           {c.batch, c.heads_q, c.seq_q, problem.head_dim}));
     outcome.gradients.push_back(reference::check_gradient(got_dk, want.dk, naive_grads.dk, type, "dk",

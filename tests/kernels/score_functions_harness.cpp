@@ -58,11 +58,12 @@ std::shared_ptr<const ScoreFunctionCase> relative_bias_case(const RecipeShape& s
   c->recipe = "relative_bias";
   c->functions.score_mod = "score + bias[clamp(kv_idx - q_idx, -63, 63) + 63]";
   c->functions.captures = {capture("bias", expr::CaptureType::float32, {"127"})};
-  const std::vector<float> bias = random_floats(127, seed, 0.7);
-  c->captures = {bytes_of(bias)};
+  auto bias = std::make_shared<std::vector<float>>(random_floats(127, seed, 0.7));
+  c->captures = {bytes_of(*bias)};
+  c->float_tables = {bias};
   c->score_mod = [bias](double z, uint64_t, uint64_t, uint64_t i, uint64_t j) {
     const int64_t d = std::clamp<int64_t>(int64_t(j) - int64_t(i), -63, 63);
-    return z + double(bias[size_t(d + 63)]);
+    return z + double((*bias)[size_t(d + 63)]);
   };
   (void)shape;
   return c;
@@ -130,8 +131,9 @@ std::shared_ptr<const ScoreFunctionCase> t5_bucket_case(const RecipeShape& shape
       "score + t5_bias[h, select(kv_idx > q_idx, 16, 0) + clamp(select(abs(kv_idx - q_idx) < 8, "
       "abs(kv_idx - q_idx), 8 + int(log(float(abs(kv_idx - q_idx)) / 8.0) / log(16.0) * 8.0)), 0, 15)]";
   c->functions.captures = {capture("t5_bias", expr::CaptureType::float32, {"Hq", "32"})};
-  const std::vector<float> table = random_floats(shape.heads_q * 32, seed, 0.7);
-  c->captures = {bytes_of(table)};
+  auto table = std::make_shared<std::vector<float>>(random_floats(shape.heads_q * 32, seed, 0.7));
+  c->captures = {bytes_of(*table)};
+  c->float_tables = {table};
   c->score_mod = [table](double z, uint64_t, uint64_t h, uint64_t i, uint64_t j) {
     const int64_t rel = int64_t(j) - int64_t(i);
     const int64_t distance = rel < 0 ? -rel : rel;
@@ -140,7 +142,7 @@ std::shared_ptr<const ScoreFunctionCase> t5_bucket_case(const RecipeShape& shape
       const float log_ratio = std::log(float(distance) / 8.0f) / std::log(16.0f);
       bucket = std::min<int64_t>(8 + int64_t(log_ratio * 8.0f), 15);
     }
-    return z + double(table[size_t(h * 32 + (rel > 0 ? 16 : 0) + bucket)]);
+    return z + double((*table)[size_t(h * 32 + (rel > 0 ? 16 : 0) + bucket)]);
   };
   return c;
 }
@@ -156,18 +158,20 @@ std::shared_ptr<const ScoreFunctionCase> everything_case(const RecipeShape& shap
                            capture("head_scale", expr::CaptureType::float32, {"Hq"}),
                            capture("doc", expr::CaptureType::int32, {"B", "Sk"})};
   c->functions.scalars = {"temperature"};
-  const std::vector<float> rel = random_floats(shape.seq_q + shape.seq_k - 1, seed, 0.5);
-  std::vector<float> head_scale = random_floats(shape.heads_q, seed + 1, 0.3);
-  for (float& x : head_scale) x += 1.0f;
+  auto rel = std::make_shared<std::vector<float>>(random_floats(shape.seq_q + shape.seq_k - 1, seed, 0.5));
+  auto head_scale = std::make_shared<std::vector<float>>(random_floats(shape.heads_q, seed + 1, 0.3));
+  for (float& x : *head_scale) x += 1.0f;
   std::mt19937_64 rng(seed + 2);
   std::vector<int32_t> doc(shape.batch * shape.seq_k);
   for (int32_t& d : doc) d = int32_t(rng() % 3 == 0);
-  c->captures = {bytes_of(rel), bytes_of(head_scale), bytes_of(doc)};
+  c->captures = {bytes_of(*rel), bytes_of(*head_scale), bytes_of(doc)};
+  c->float_tables = {rel, head_scale, nullptr};
   c->scalars = {2.5f};
   const uint64_t sk = shape.seq_k;
   c->score_mod = [rel, head_scale, sk](double z, uint64_t, uint64_t h, uint64_t i, uint64_t j) {
     const double t = 2.5;
-    return t * std::tanh(z / t) * double(head_scale[h]) + double(rel[size_t(int64_t(i) - int64_t(j) + int64_t(sk) - 1)]) -
+    return t * std::tanh(z / t) * double((*head_scale)[h]) +
+           double((*rel)[size_t(int64_t(i) - int64_t(j) + int64_t(sk) - 1)]) -
            0.25 * double((i + 2 * j) % 3);
   };
   c->mask_mod = [doc, sk](uint64_t b, uint64_t, uint64_t i, uint64_t j) {
@@ -209,6 +213,7 @@ std::shared_ptr<const ScoreFunctionCase> alibi_expression_case(const RecipeShape
   c->functions.score_mod = "score - slopes[h] * float(abs(q_idx + Sk - Sq - kv_idx))";
   c->functions.captures = {capture("slopes", expr::CaptureType::float32, {"Hq"})};
   c->captures = {bytes_of(std::vector<float>(slopes.begin(), slopes.end()))};
+  c->float_tables = {std::make_shared<std::vector<float>>(slopes.begin(), slopes.end())};
   (void)shape;
   return c;
 }

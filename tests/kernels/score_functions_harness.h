@@ -21,6 +21,10 @@ struct ScoreFunctionCase {
   expr::ScoreFunctions functions;  // what the spec says
   std::vector<std::vector<std::byte>> captures;  // each captured tensor's contents, row-major float32 / int32
   std::vector<float> scalars;
+  // The float32 captured tensors' values as the reference functions read them
+  // (shared, so that finite differences of the reference can perturb them);
+  // nullptr for int32 tensors.
+  std::vector<std::shared_ptr<std::vector<float>>> float_tables;
   // The reference's score_mod and mask_mod (empty: none).
   std::function<double(double, uint64_t, uint64_t, uint64_t, uint64_t)> score_mod;
   std::function<bool(uint64_t, uint64_t, uint64_t, uint64_t)> mask_mod;

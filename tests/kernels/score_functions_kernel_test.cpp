@@ -102,6 +102,17 @@ std::string case_name(const ::testing::TestParamInfo<ForwardCase>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, ScoreFunctionsKernel, ::testing::ValuesIn(recipe_cases()), case_name);
 
+// Run to run, the backward writes the same bits: dQ, dK, dV and the captured
+// tables' gradients (added in a fixed order, no atomics).
+TEST(ScoreFunctionsBackward, BitIdenticalRunToRunWithCapturedGradients) {
+  ForwardCase c = base(Kind::backward, DType::float16, 40, 60);
+  c.mods = everything_case(shape_of(c), 21);
+  const ForwardOutcome a = run_forward_case(c), b = run_forward_case(c);
+  ASSERT_TRUE(a.ok()) << a.report();
+  ASSERT_EQ(a.gradient_values.size(), 5u);  // dq, dk, dv, d_rel, d_head_scale
+  EXPECT_EQ(a.gradient_values, b.gradient_values);
+}
+
 // Built-in features written as expressions: judged against the reference of
 // the built-in feature itself (the case's problem carries the built-in).
 std::vector<ForwardCase> builtin_cases() {

@@ -43,6 +43,10 @@ inline uint64_t kv_row_units(KvFormat f, uint32_t values) {
 struct CapturedTensor {
   std::string name;    // as the spec's expressions read it: "bias"
   std::string buffer;  // the kernel parameter and buffer name: "capture_bias"
+  // Backward kernels: score_mod reads it as float32, so its gradient is
+  // written to buffer `gradient_buffer` ("d_capture_bias").
+  bool gradient = false;
+  std::string gradient_buffer;
 
   bool is_float = true;  // float32; false: int32
   std::vector<std::array<int64_t, 6>> extents;
@@ -282,8 +286,11 @@ inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardO
                           kBackwardDv = 13, kBackwardDRows = 14, kForwardSinks = 15, kBackwardDSinks = 16,
                           kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18, kForwardBlockTable = 19,
                           kForwardCacheSeqlens = 20, kForwardModScalars = 21, kForwardFirstCapture = 22,
-                          kForwardBlockClasses = 30;
+                          kForwardBlockClasses = 30, kBackwardFirstCaptureGrad = 26, kBackwardCaptureGradPartials = 29;
 inline constexpr uint32_t kMaxCaptures = 4;  // indices 22..25
+// The buffers the score_mod / mask_mod functions read, bound to every launch that evaluates them:
+// scalars, captured tensors and mask_mod's block classes.
+inline constexpr uint32_t kModInputsMask = (1u << 21) | (0xFu << 22) | (1u << 30);
 // Metal's buffer indices: 0..30.
 inline constexpr uint32_t kMaxBufferIndices = 31;
 

@@ -24,7 +24,7 @@ namespace mfagen {
 struct FunctionConstant;
 
 struct LaunchPlan {
-  static constexpr size_t kMaxLaunches = 5;      // backward: mask_mod blocks, preprocess, dK/dV, dQ, d_sinks
+  static constexpr size_t kMaxLaunches = 6;      // backward: mask_mod blocks, preprocess, dK/dV, dQ, d_sinks, d_captures
   static constexpr size_t kMaxBuffers = 31;      // Metal's indices 0..30 (DESIGN.md section 8)
   static constexpr size_t kMaxParamsBytes = 256; // the largest AttentionParams is ~200 bytes
 
