@@ -104,4 +104,26 @@ AttentionGradients naive_attention_backward_in_dtype(const AttentionProblem& p, 
                   [type](double x) { return static_cast<double>(round_to(type, x)); });
 }
 
+std::vector<double> table_gradient_by_central_differences(const AttentionProblem& p, const std::vector<double>& d_out,
+                                                          std::vector<float>& table) {
+  auto loss = [&] {
+    const AttentionResult r = reference_attention(p);
+    double sum = 0;
+    for (size_t i = 0; i < r.out.size(); ++i) sum += r.out[i] * d_out[i];
+    return sum;
+  };
+  constexpr float kStep = 1.0f / 1024;
+  std::vector<double> gradient(table.size());
+  for (size_t e = 0; e < table.size(); ++e) {
+    const float saved = table[e];
+    table[e] = saved + kStep;
+    const double up = loss();
+    table[e] = saved - kStep;
+    const double down = loss();
+    table[e] = saved;
+    gradient[e] = (up - down) / (2.0 * double(kStep));
+  }
+  return gradient;
+}
+
 }  // namespace mfagen::reference

@@ -33,4 +33,12 @@ AttentionGradients reference_attention_backward(const AttentionProblem& p, const
 AttentionGradients naive_attention_backward_in_dtype(const AttentionProblem& p, const std::vector<double>& d_out,
                                                      ElementType type);
 
+// d sum(dO . out) / d table[e] for every element of a float32 table that the
+// problem's score_mod reads (a captured tensor, DESIGN.md section 13), by
+// central differences of reference_attention with steps of 1/1024 (exact in
+// float32, so the perturbed values are exactly table[e] +- step). The table
+// is changed in place and restored.
+std::vector<double> table_gradient_by_central_differences(const AttentionProblem& p, const std::vector<double>& d_out,
+                                                          std::vector<float>& table);
+
 }  // namespace mfagen::reference

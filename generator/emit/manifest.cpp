@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "plan/dispatch_info.h"
 #include "render/render_forward.h"
 #include "spec/canonical.h"
 
@@ -51,29 +52,27 @@ Json buffers_json(const plan::KernelPlan& p) {
 }
 
 // score_mod and mask_mod as the runtime needs them: which are compiled in,
-// the id selection matches, the scalar count and each captured tensor's
-// extents as coefficients of (1, B, Hq, Hkv, Sq, Sk), so that a reader needs
-// no expression parser.
+// the id selection matches, which of b and h mask_mod reads (one table of
+// block classes per batch entry / head only then), the scalar count and each
+// captured tensor's extents as coefficients of (1, B, Hq, Hkv, Sq, Sk), so
+// that a reader needs no expression parser; backward kernels mark the tensors
+// whose gradients they write (d_capture_NAME). Written from the launch facts
+// the planner derives (plan::forward_kernel_info), which the reader rebuilds.
 Json mods_json(const plan::KernelPlan& p) {
-  const expr::ScoreFunctions& m = p.spec.mods;
+  const ForwardKernelInfo info = plan::forward_kernel_info(p);
   Json j;
-  j["id"] = fmt::format("{:016x}", spec::mods_id(p.spec));
-  j["score_mod"] = !m.score_mod.empty();
-  j["mask_mod"] = !m.mask_mod.empty();
-  // Which of b and h mask_mod reads: one table of block classes per batch entry / head only then.
-  j["mask_by_batch"] = expr::mask_dependence(m).batch;
-  j["mask_by_head"] = expr::mask_dependence(m).head;
-  j["scalars"] = m.scalars.size();
+  j["id"] = fmt::format("{:016x}", info.mods_id);
+  j["score_mod"] = info.score_mod;
+  j["mask_mod"] = info.mask_mod;
+  j["mask_by_batch"] = info.mask_by_batch;
+  j["mask_by_head"] = info.mask_by_head;
+  j["scalars"] = info.mod_scalars;
   j["captures"] = Json::array();
-  for (const expr::CaptureDecl& c : m.captures) {
-    Json extents = Json::array();
-    for (const expr::LinearForm& e : c.extents)
-      extents.push_back({e.constant, e.size[0], e.size[1], e.size[2], e.size[3], e.size[4]});
-    j["captures"].push_back({{"name", c.name}, {"dtype", expr::spelling(c.type)}, {"extents", extents}});
+  for (const CapturedTensor& t : info.captures) {
+    Json c = {{"name", t.name}, {"dtype", t.is_float ? "float32" : "int32"}, {"extents", t.extents}};
+    if (t.gradient) c["gradient"] = true;
+    j["captures"].push_back(std::move(c));
   }
-  // Backward kernels write the gradients of the float tensors score_mod reads (d_capture_NAME).
-  if (p.spec.kind == spec::Kind::backward)
-    for (size_t k : expr::gradient_captures(m)) j["captures"][k]["gradient"] = true;
   return j;
 }
 

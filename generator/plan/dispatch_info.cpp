@@ -53,8 +53,9 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.score_mod = !p.spec.mods.score_mod.empty();
   info.mask_mod = !p.spec.mods.mask_mod.empty();
   info.mods_id = spec::mods_id(p.spec);
-  info.mask_by_batch = expr::mask_dependence(p.spec.mods).batch;
-  info.mask_by_head = expr::mask_dependence(p.spec.mods).head;
+  const expr::MaskDependence mask_dependence = expr::mask_dependence(p.spec.mods);
+  info.mask_by_batch = mask_dependence.batch;
+  info.mask_by_head = mask_dependence.head;
   info.mod_scalars = uint32_t(p.spec.mods.scalars.size());
   for (const expr::CaptureDecl& c : p.spec.mods.captures) {
     CapturedTensor t;

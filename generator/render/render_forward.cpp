@@ -62,6 +62,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
   const bool has_offset = causal || s.window || s.alibi;
   const bool mask = s.mask != spec::MaskKind::none;
   const std::string rule = visibility_rule(s);
+  const expr::MaskDependence mask_dependence = expr::mask_dependence(s.mods);
   TemplateValues values = {
       {"entry", plan.entry},
       {"generator_version", std::string(MFAGEN_VERSION)},
@@ -144,8 +145,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"mod_parameters_dkdv", expr::msl_parameters(s.mods, std::string(27, ' '))},
       {"mod_parameters_blocks", expr::msl_parameters(s.mods, std::string(29, ' '))},
       {"block_classes_index", number(expr::kBlockClassesIndex)},
-      {"mask_by_batch_value", expr::mask_dependence(s.mods).batch ? "true" : "false"},
-      {"mask_by_head_value", expr::mask_dependence(s.mods).head ? "true" : "false"},
+      {"mask_by_batch_value", mask_dependence.batch ? "true" : "false"},
+      {"mask_by_head_value", mask_dependence.head ? "true" : "false"},
       {"capture_grads", s.kind == spec::Kind::backward && !expr::gradient_captures(s.mods).empty()},
       {"capture_grad_partials_index", number(expr::kCaptureGradPartialsIndex)},
       {"capture_grad_parameters", expr::msl_capture_gradient_parameters(s.mods, std::string(32, ' '))},

@@ -114,20 +114,14 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
 }  // namespace
 
 uint64_t captured_elements(const CapturedTensor& t, const AttentionShape& s) {
-  const int64_t sizes[6] = {1, int64_t(s.batch), int64_t(s.heads_q), int64_t(s.heads_kv), int64_t(s.seq_q),
-                            int64_t(s.seq_k)};
-  uint64_t count = 1;
-  for (size_t d = 0; d < t.extents.size(); ++d) {
-    __int128 extent = 0;  // coefficients below 2^31 times sizes below 2^32: no overflow in 128 bits
-    for (int i = 0; i < 6; ++i) extent += __int128(t.extents[d][i]) * sizes[i];
-    require(extent >= 1, "captured tensor " + t.name + ": extent " + std::to_string(d) + " is " +
-                             (extent < 0 ? "negative" : "0") + " for this call's shape; it must be at least 1");
-    require(extent <= __int128(kMaxSeq), "captured tensor " + t.name + ": extent " + std::to_string(d) +
-                                             " passes 2^31-1 for this call's shape");
-    count *= uint64_t(extent);
-    require(count <= uint64_t(kMaxSeq), "captured tensor " + t.name + " would hold more than 2^31-1 elements for "
-                                        "this call's shape");
-  }
+  uint64_t count = 0;
+  size_t bad = t.extents.size();
+  if (!captured_count(t, s, count, &bad))
+    throw DispatchError(bad < t.extents.size()
+                            ? "captured tensor " + t.name + ": extent " + std::to_string(bad) +
+                                  " is below 1 or past 2^31-1 for this call's shape"
+                            : "captured tensor " + t.name + " would hold more than 2^31-1 elements for this call's "
+                                                            "shape");
   return count;
 }
 

@@ -70,22 +70,6 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   return ok;
 }
 
-// captured_elements() of forward_dispatch.cpp without throwing: false when
-// an extent is below 1 or the count passes 2^31 - 1.
-bool captured_count(const CapturedTensor& t, const AttentionShape& s, uint64_t& count) {
-  const int64_t sizes[6] = {1, int64_t(s.batch), int64_t(s.heads_q), int64_t(s.heads_kv), int64_t(s.seq_q),
-                            int64_t(s.seq_k)};
-  count = 1;
-  for (const std::array<int64_t, 6>& e : t.extents) {
-    __int128 extent = 0;  // as captured_elements(): no overflow in 128 bits
-    for (int i = 0; i < 6; ++i) extent += __int128(e[i]) * sizes[i];
-    if (extent < 1 || extent > __int128(kMaxSeq)) return false;
-    count *= uint64_t(extent);
-    if (count > kMaxSeq) return false;
-  }
-  return true;
-}
-
 // ParamsWriter (runtime/dispatch/params_writer.h) over fixed storage.
 struct FixedParams {
   std::byte* bytes;
@@ -158,8 +142,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   const ForwardKernelInfo& info = kernel.info;
   // mask_mod kernels launch their _blocks entry first.
   const size_t first = info.mask_mod ? 1 : 0;
-  bool gradients = false;
-  for (const CapturedTensor& t : info.captures) gradients = gradients || t.gradient;
+  const bool gradients = writes_capture_gradients(info);
   if (kernel.entries.size() != first + (info.backward ? 3u + info.sinks + gradients : info.decode ? 2u : 1u))
     throw DispatchError("kernel " + kernel.name + " lists " + std::to_string(kernel.entries.size()) +
                         " entry points; launch_plan needs a KernelEntry of a loaded Library");

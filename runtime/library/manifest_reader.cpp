@@ -91,9 +91,7 @@ std::vector<std::string> expected_entries(const KernelEntry& e) {
     entries.insert(entries.end(), {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"});
   else entries.push_back(e.name);
   if (e.kind == KernelKind::backward && e.info.sinks) entries.push_back(e.name + "_dsinks");
-  bool gradients = false;
-  for (const CapturedTensor& t : e.info.captures) gradients = gradients || t.gradient;
-  if (e.kind == KernelKind::backward && gradients) entries.push_back(e.name + "_dcaptures");
+  if (e.kind == KernelKind::backward && writes_capture_gradients(e.info)) entries.push_back(e.name + "_dcaptures");
   return entries;
 }
 

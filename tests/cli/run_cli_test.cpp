@@ -51,6 +51,46 @@ class RunCli : public test::MfagenCliTest {
   std::string spec() const { return (dir_ / "set.json").string(); }
   std::string out_dir() const { return (dir_ / "out").string(); }
 
+  // out.npy in `dir` against the float64 reference of `p` (inputs exact in `type`).
+  void expect_out_matches(const reference::AttentionProblem& p, const fs::path& dir, ElementType type) {
+    const auto verdict = reference::check_output(io::read_npy(dir / "out.npy").values<float>(),
+                                                 reference::reference_attention(p),
+                                                 reference::naive_attention_in_dtype(p, type), type, p);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+  }
+
+  // dq.npy, dk.npy and dv.npy in `dir`: the shapes of q, k and v, and the
+  // float64 reference's gradients for dO = `d_out` (float32 inputs).
+  void expect_gradients_match(const reference::AttentionProblem& p, const std::vector<double>& d_out,
+                              const fs::path& dir) {
+    const auto want = reference::reference_attention_backward(p, d_out);
+    const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
+    const struct {
+      const char* file;
+      const std::vector<double>* reference;
+      const std::vector<double>* naive;
+      std::array<uint64_t, 4> shape;
+    } grads[] = {{"dq.npy", &want.dq, &naive.dq, {p.batch, p.heads_q, p.seq_q, p.head_dim}},
+                 {"dk.npy", &want.dk, &naive.dk, {p.batch, p.heads_kv, p.seq_k, p.head_dim}},
+                 {"dv.npy", &want.dv, &naive.dv, {p.batch, p.heads_kv, p.seq_k, p.head_dim_v}}};
+    for (const auto& g : grads) {
+      const NpyArray a = io::read_npy(dir / g.file);
+      EXPECT_EQ(a.shape, std::vector<uint64_t>(g.shape.begin(), g.shape.end())) << g.file;
+      const auto verdict = reference::check_gradient(a.values<float>(), *g.reference, *g.naive, ElementType::float32,
+                                                     g.file, g.shape);
+      EXPECT_TRUE(verdict.ok) << verdict.detail;
+    }
+  }
+
+  // `args` with --out-dir DIR/bad appended exits 1 with `message` on stderr
+  // (each test checks afterwards that nothing was written there).
+  void expect_refused(std::vector<std::string> args, const std::string& message) {
+    args.insert(args.end(), {"--out-dir", (dir_ / "bad").string()});
+    const auto bad = mfagen(args);
+    EXPECT_EQ(bad.exit_code, 1) << message;
+    EXPECT_THAT(bad.err, HasSubstr(message));
+  }
+
   // A (b, h, s, d) tensor of values exact in `type`, written as `npy_dtype`.
   std::string tensor(const std::string& name, std::vector<uint64_t> shape, uint64_t seed, ElementType type,
                      std::vector<double>* values, const std::string& npy_dtype = "<f4") {
@@ -256,24 +296,8 @@ TEST_F(RunCli, BackwardWritesGradients) {
   auto r = mfagen({"run", spec(), "--q", q, "--k", k, "--v", v, "--do", d, "--out-dir", out_dir()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("attn_bwd_f32_d16_dv8_causal_br_gqa:"));
-  const auto want = reference::reference_attention_backward(p, d_out);
-  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
   const fs::path dir(out_dir());
-  const struct {
-    const char* file;
-    const std::vector<double>* reference;
-    const std::vector<double>* naive;
-    std::array<uint64_t, 4> shape;
-  } grads[] = {{"dq.npy", &want.dq, &naive.dq, {1, 4, 9, 16}},
-               {"dk.npy", &want.dk, &naive.dk, {1, 2, 14, 16}},
-               {"dv.npy", &want.dv, &naive.dv, {1, 2, 14, 8}}};
-  for (const auto& g : grads) {
-    const NpyArray a = io::read_npy(dir / g.file);
-    EXPECT_EQ(a.shape, std::vector<uint64_t>(g.shape.begin(), g.shape.end())) << g.file;
-    const auto verdict = reference::check_gradient(a.values<float>(), *g.reference, *g.naive, ElementType::float32,
-                                                   g.file, g.shape);
-    EXPECT_TRUE(verdict.ok) << verdict.detail;
-  }
+  expect_gradients_match(p, d_out, dir);
   EXPECT_TRUE(fs::exists(dir / "out.npy"));
   EXPECT_TRUE(fs::exists(dir / "lse.npy"));
   // dO of the wrong shape.
@@ -305,19 +329,8 @@ TEST_F(RunCli, DropoutForwardAndBackward) {
   args.insert(args.end(), options.begin(), options.end());
   const auto r = mfagen(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto expected = reference::reference_attention(p);
-  const auto out = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
-                                           reference::naive_attention_in_dtype(p, ElementType::float32),
-                                           ElementType::float32, p);
-  EXPECT_TRUE(out.ok) << out.detail;
-  const auto want = reference::reference_attention_backward(p, d_out);
-  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
-  const auto dv = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dv.npy").values<float>(), want.dv,
-                                            naive.dv, ElementType::float32, "dv", {1, 2, 14, 16});
-  EXPECT_TRUE(dv.ok) << dv.detail;
-  const auto dq = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dq.npy").values<float>(), want.dq,
-                                            naive.dq, ElementType::float32, "dq", {1, 4, 9, 16});
-  EXPECT_TRUE(dq.ok) << dq.detail;
+  expect_out_matches(p, out_dir(), ElementType::float32);
+  expect_gradients_match(p, d_out, out_dir());
 
   const struct {
     std::vector<std::string> extra;
@@ -328,12 +341,9 @@ TEST_F(RunCli, DropoutForwardAndBackward) {
       {{}, "has no kernel for this call"},
   };
   for (const auto& bad_call : bad_calls) {
-    std::vector<std::string> bad_args = {"run", dropout_spec, "--q", q, "--k", k, "--v", v, "--out-dir",
-                                         (dir_ / "bad").string()};
-    bad_args.insert(bad_args.end(), bad_call.extra.begin(), bad_call.extra.end());
-    const auto bad = mfagen(bad_args);
-    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
-    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+    std::vector<std::string> args = {"run", dropout_spec, "--q", q, "--k", k, "--v", v};
+    args.insert(args.end(), bad_call.extra.begin(), bad_call.extra.end());
+    expect_refused(args, bad_call.message);
   }
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
@@ -370,38 +380,14 @@ TEST_F(RunCli, ScoreFunctionsForwardAndBackward) {
   args.insert(args.end(), inputs.begin(), inputs.end());
   const auto r = mfagen(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto expected = reference::reference_attention(p);
-  const auto out = reference::check_output(io::read_npy(fs::path(out_dir()) / "out.npy").values<float>(), expected,
-                                           reference::naive_attention_in_dtype(p, ElementType::float32),
-                                           ElementType::float32, p);
-  EXPECT_TRUE(out.ok) << out.detail;
-  const auto want = reference::reference_attention_backward(p, d_out);
-  const auto naive = reference::naive_attention_backward_in_dtype(p, d_out, ElementType::float32);
-  const auto dk = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dk.npy").values<float>(), want.dk,
-                                            naive.dk, ElementType::float32, "dk", {1, 2, 14, 16});
-  EXPECT_TRUE(dk.ok) << dk.detail;
-  const auto dq = reference::check_gradient(io::read_npy(fs::path(out_dir()) / "dq.npy").values<float>(), want.dq,
-                                            naive.dq, ElementType::float32, "dq", {1, 4, 9, 16});
-  EXPECT_TRUE(dq.ok) << dq.detail;
+  expect_out_matches(p, out_dir(), ElementType::float32);
+  expect_gradients_match(p, d_out, out_dir());
   // d_rel.npy: the gradient of the captured table, against central differences of the float64 loss sum(dO . out).
   const io::NpyArray d_rel = io::read_npy(fs::path(out_dir()) / "d_rel.npy");
   ASSERT_EQ(d_rel.shape, std::vector<uint64_t>{22});
   const std::vector<float> got = d_rel.values<float>();
-  auto loss = [&] {
-    const auto r = reference::reference_attention(p);
-    double sum = 0;
-    for (size_t i = 0; i < r.out.size(); ++i) sum += r.out[i] * d_out[i];
-    return sum;
-  };
-  for (size_t e = 0; e < got.size(); ++e) {
-    const float saved = (*table)[e], step = 1.0f / 1024;
-    (*table)[e] = saved + step;
-    const double up = loss();
-    (*table)[e] = saved - step;
-    const double down = loss();
-    (*table)[e] = saved;
-    EXPECT_NEAR(got[e], (up - down) / (2 * double(step)), 1e-3) << "d_rel[" << e << "]";
-  }
+  const std::vector<double> want_rel = reference::table_gradient_by_central_differences(p, d_out, *table);
+  for (size_t e = 0; e < got.size(); ++e) EXPECT_NEAR(got[e], want_rel[e], 1e-3) << "d_rel[" << e << "]";
 
   io::write_npy_atomic(dir_ / "short.npy", NpyArray::from<float>(rel, {11, 2}));
   io::write_npy_atomic(dir_ / "docf.npy", NpyArray::from<float>(rel, {1, 22}));
@@ -422,12 +408,9 @@ TEST_F(RunCli, ScoreFunctionsForwardAndBackward) {
       {{"--capture", "rel", "--scalar", "s=1"}, "--capture rel: expected NAME=FILE.npy"},
   };
   for (const auto& bad_call : bad_calls) {
-    std::vector<std::string> bad_args = {"run", mods_spec, "--q", q, "--k", k, "--v", v, "--out-dir",
-                                         (dir_ / "bad").string()};
-    bad_args.insert(bad_args.end(), bad_call.extra.begin(), bad_call.extra.end());
-    const auto bad = mfagen(bad_args);
-    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
-    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+    std::vector<std::string> args = {"run", mods_spec, "--q", q, "--k", k, "--v", v};
+    args.insert(args.end(), bad_call.extra.begin(), bad_call.extra.end());
+    expect_refused(args, bad_call.message);
   }
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
@@ -486,12 +469,9 @@ TEST_F(RunCli, SinksForwardAndBackward) {
       {{}, "has no kernel for this call"},
   };
   for (const auto& bad_call : bad_calls) {
-    std::vector<std::string> args = {"run", sinks_spec, "--q", q, "--k", k, "--v", v, "--out-dir",
-                                     (dir_ / "bad").string()};
+    std::vector<std::string> args = {"run", sinks_spec, "--q", q, "--k", k, "--v", v};
     args.insert(args.end(), bad_call.extra.begin(), bad_call.extra.end());
-    const auto bad = mfagen(args);
-    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
-    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+    expect_refused(args, bad_call.message);
   }
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
@@ -585,15 +565,10 @@ TEST_F(RunCli, VarlenForwardAndBackward) {
                          NpyArray::from<int32_t>(bad_call.cu_q, {uint64_t(bad_call.cu_q.size())}));
     std::vector<std::string> args = inputs;
     args[9] = (dir_ / "bad_cu.npy").string();  // the file after --cu-seqlens-q
-    args.insert(args.end(), {"--out-dir", (dir_ / "bad").string()});
-    const auto bad = mfagen(args);
-    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
-    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+    expect_refused(args, bad_call.message);
   }
-  const auto dense_inputs = mfagen({"run", varlen_spec, "--q", qf, "--k", kf, "--v", vf, "--out-dir",
-                                    (dir_ / "bad").string()});
-  EXPECT_EQ(dense_inputs.exit_code, 1);
-  EXPECT_THAT(dense_inputs.err, HasSubstr("expected a 4-d (batch, heads, seq, dim) array"));
+  expect_refused({"run", varlen_spec, "--q", qf, "--k", kf, "--v", vf},
+                 "expected a 4-d (batch, heads, seq, dim) array");
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
@@ -657,10 +632,7 @@ TEST_F(RunCli, PagedCacheDecode) {
     std::vector<std::string> args = inputs;
     args[9] = (dir_ / "bt_bad.npy").string();
     args[11] = (dir_ / "cs_bad.npy").string();
-    args.insert(args.end(), {"--out-dir", (dir_ / "bad").string()});
-    const auto bad = mfagen(args);
-    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
-    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+    expect_refused(args, bad_call.message);
   }
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
@@ -748,11 +720,9 @@ TEST_F(RunCli, QuantizedCaches) {
   };
   for (const auto& bad_call : bad_calls) {
     std::vector<std::string> args = {"run", quant_spec, "--q", qf, "--k", (dir_ / bad_call.k).string(), "--v",
-                                     (dir_ / bad_call.v).string(), "--out-dir", (dir_ / "bad").string()};
+                                     (dir_ / bad_call.v).string()};
     args.insert(args.end(), bad_call.options.begin(), bad_call.options.end());
-    const auto bad = mfagen(args);
-    EXPECT_EQ(bad.exit_code, 1) << bad_call.message;
-    EXPECT_THAT(bad.err, HasSubstr(bad_call.message));
+    expect_refused(args, bad_call.message);
   }
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }

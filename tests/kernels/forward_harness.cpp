@@ -78,7 +78,7 @@ namespace {
 
 // A captured tensor's gradient against central differences of the float64
 // reference's loss sum(dO . out) in each of its elements (the reference reads
-// the case's shared table, which this perturbs and restores). The bound is
+// the case's shared table, which they perturb and restore). The bound is
 // relative to the gradient's largest element: the sums run over many pairs.
 reference::ToleranceVerdict check_capture_gradient(const ForwardCase& c, const reference::AttentionProblem& problem,
                                                    const std::vector<double>& d_out, size_t capture,
@@ -87,25 +87,9 @@ reference::ToleranceVerdict check_capture_gradient(const ForwardCase& c, const r
   const std::string name = "d_" + c.mods->functions.captures[capture].name;
   if (!table || table->size() != got.size())
     return {false, 0, 0, 0, name + ": the case has no table of its size to differentiate"};
-  auto loss = [&] {
-    const reference::AttentionResult r = reference::reference_attention(problem);
-    double sum = 0;
-    for (size_t i = 0; i < r.out.size(); ++i) sum += r.out[i] * d_out[i];
-    return sum;
-  };
-  std::vector<double> want(got.size());
+  const std::vector<double> want = reference::table_gradient_by_central_differences(problem, d_out, *table);
   double largest = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    const float saved = (*table)[e];
-    const float step = 1.0f / 1024;  // exact in float32, so the perturbed values are exactly saved +- step
-    (*table)[e] = saved + step;
-    const double up = loss();
-    (*table)[e] = saved - step;
-    const double down = loss();
-    (*table)[e] = saved;
-    want[e] = (up - down) / (2.0 * double(step));
-    largest = std::max(largest, std::fabs(want[e]));
-  }
+  for (double g : want) largest = std::max(largest, std::fabs(g));
   const double bound = (type == reference::ElementType::float32 ? 2e-4 : 2e-2) * largest + 1e-4;
   double worst = 0;
   size_t at = 0;

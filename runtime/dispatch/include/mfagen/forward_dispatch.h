@@ -96,9 +96,30 @@ struct AttentionShape {
   bool operator==(const AttentionShape&) const = default;
 };
 
-// The elements a captured tensor holds for a call's shape; throws
-// DispatchError when an extent is below 1 or the count passes 2^31 - 1
-// (kernels index captured tensors with int).
+// The elements a captured tensor holds for a call's shape, in `count`; false
+// when an extent is below 1 or past 2^31 - 1 (its index in `bad_extent`) or
+// the count passes 2^31 - 1 (kernels index captured tensors with int).
+// Allocation-free: the runtime's launch plan calls it per call.
+inline bool captured_count(const CapturedTensor& t, const AttentionShape& s, uint64_t& count,
+                           size_t* bad_extent = nullptr) {
+  constexpr __int128 kLargest = 0x7fffffff;
+  const int64_t sizes[6] = {1, int64_t(s.batch), int64_t(s.heads_q), int64_t(s.heads_kv), int64_t(s.seq_q),
+                            int64_t(s.seq_k)};
+  count = 1;
+  for (size_t d = 0; d < t.extents.size(); ++d) {
+    __int128 extent = 0;  // coefficients below 2^31 times sizes below 2^32: no overflow in 128 bits
+    for (int i = 0; i < 6; ++i) extent += __int128(t.extents[d][i]) * sizes[i];
+    if (extent < 1 || extent > kLargest) {
+      if (bad_extent) *bad_extent = d;
+      return false;
+    }
+    count *= uint64_t(extent);
+    if (count > uint64_t(kLargest)) return false;
+  }
+  return true;
+}
+
+// captured_count(), or DispatchError naming the tensor and what is wrong.
 uint64_t captured_elements(const CapturedTensor& t, const AttentionShape& shape);
 
 // Element strides of a 4-d tensor (batch, head, row); the last dimension is contiguous.
@@ -214,6 +235,13 @@ void write_params(Writer& w, const ForwardKernelInfo& kernel, const ForwardCall&
         .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
   if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
+}
+
+// Whether a backward kernel writes gradients of captured tensors (its _dcaptures launch).
+inline bool writes_capture_gradients(const ForwardKernelInfo& k) {
+  for (const CapturedTensor& t : k.captures)
+    if (t.gradient) return true;
+  return false;
 }
 
 // The tables of block classes a mask_mod kernel's _blocks launch writes.
