@@ -85,8 +85,14 @@ std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
                             p.tiles_from_table ? fmt::format("from the tile table for D {} on {}", widest,
                                                              spec::to_string(s.target))
                                                : "given in the spec")},
-      {"threads", fmt::format("{} per threadgroup ({} x {}), limit {}", p.threads, plural(p.simdgroups, "simdgroup"),
-                              plan::kSimdWidth, plan::kMaxThreadsPerThreadgroup)},
+      {"threads", s.kind == spec::Kind::decode
+                      ? fmt::format("up to {} per threadgroup ({} x {}), limit {}: a call runs 1, 2, 4 or 8 "
+                                    "simdgroups, as many as its rows (heads_q / heads_kv x seq_q) fill",
+                                    p.threads, plural(p.simdgroups, "simdgroup"), plan::kSimdWidth,
+                                    plan::kMaxThreadsPerThreadgroup)
+                      : fmt::format("{} per threadgroup ({} x {}), limit {}", p.threads,
+                                    plural(p.simdgroups, "simdgroup"), plan::kSimdWidth,
+                                    plan::kMaxThreadsPerThreadgroup)},
       {"row tiles", fmt::format("{} per simdgroup ({} query rows each)", p.row_tiles, 8 * p.row_tiles)},
       {"K/V passes", fmt::format("{} columns staged per pass: {} over D {} ({} tiles of 8), {} over Dv {} ({} tiles)",
                                  p.chunk, plural(p.d_passes, "pass"), s.head_dim, p.d_tiles,

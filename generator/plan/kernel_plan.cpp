@@ -275,9 +275,12 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // that each fragment is one simdgroup_load of float32 (the element type the
   // MMA's documented signature shares among its operands).
   p.staged_bytes = backward ? spec::dtype_bytes(s.dtype) : 4;
-  // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be resident.
+  // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be
+  // resident. A decode call may run a single simdgroup per threadgroup (one
+  // query of a small GQA group), so decode kernels budget for that.
+  const uint32_t call_simdgroups = s.kind == spec::Kind::decode ? 1 : p.simdgroups;
   const uint32_t occupancy_budget = std::min(
-      kMaxThreadgroupBytes, kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / p.simdgroups));
+      kMaxThreadgroupBytes, kThreadgroupMemoryPerCore / std::max(1u, kSaturationSimdgroupsPerCore / call_simdgroups));
   p.chunk = choose_chunk(s, staged_rows, p.staged_bytes, reserved, occupancy_budget);
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);

@@ -268,15 +268,11 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   }
 
   // Decode: the rows of a GQA group share threadgroups; keys are split.
-  uint32_t splits = 0, split_keys = 0, row_blocks = 0;
+  DecodeGrid decode;
   if (kernel.decode) {
-    const uint64_t rows = shape.heads_q / shape.heads_kv * shape.seq_q;
-    row_blocks = uint32_t((rows + kernel.block_q - 1) / kernel.block_q);
-    splits = call.splits ? call.splits : choose_decode_splits(shape.seq_k, shape.batch * shape.heads_kv * row_blocks);
-    require(splits <= shape.seq_k, "splits (" + std::to_string(splits) + ") must be at most seq_k");
-    split_keys = uint32_t((shape.seq_k + splits - 1) / splits);
-    split_keys = (split_keys + kernel.block_k - 1) / kernel.block_k * kernel.block_k;
-    splits = uint32_t((shape.seq_k + split_keys - 1) / split_keys);  // no empty split
+    decode = decode_grid(kernel, shape, call.splits);
+    require(decode.valid, "splits (" + std::to_string(call.splits) + ") must be at most seq_k");
+    const uint32_t splits = decode.splits;
     const uint64_t slots = checked_mul(checked_mul(shape.batch * shape.heads_q, shape.seq_q, "partials"), splits, "partials");
     plan.buffers.push_back({kForwardOutPartial, "out_partial", checked_mul(slots, uint64_t(kernel.head_dim_v) * 4, "partials"), true, true});
     plan.buffers.push_back({kForwardLsePartial, "lse_partial", checked_mul(slots, 4, "partials"), true, true});
@@ -311,7 +307,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   // The fields of the kernel's AttentionParams, in its order: 8-byte fields
   // first, then the 4-byte ones, then those of the kernel's features.
   ParamsWriter w;
-  write_params(w, kernel, call, scale, splits, split_keys, row_blocks);
+  write_params(w, kernel, call, scale, decode.splits, decode.split_keys, decode.row_blocks);
   plan.params = w.finish(8);
   plan.buffers.push_back({kForwardParams, "params", plan.params.size(), false});
 
@@ -365,8 +361,8 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
       launch(kernel.entry + "_dcaptures", {(gradient_elements + 31) / 32, 1, 1}, 32, 0, std::move(buffers));
     }
   } else if (kernel.decode) {
-    launch(kernel.entry, {splits, uint64_t(shape.heads_kv) * row_blocks, shape.batch}, kernel.threads,
-           kernel.threadgroup_bytes,
+    launch(kernel.entry, {decode.splits, uint64_t(shape.heads_kv) * decode.row_blocks, shape.batch},
+           decode.threads(), kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
                   kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
     launch(kernel.combine_entry, {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,

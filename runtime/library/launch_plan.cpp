@@ -86,15 +86,6 @@ struct FixedParams {
   }
 };
 
-// ceil(a / b) (b >= 1): a shift for powers of two (tile sizes), else a
-// 32-bit division whenever the operands fit (the decode plan's chain of
-// divisions is its main cost; 64-bit division is slower still).
-inline uint64_t ceil_div(uint64_t a, uint64_t b) {
-  if ((b & (b - 1)) == 0) return (a >> __builtin_ctzll(b)) + ((a & (b - 1)) != 0);
-  if ((a | b) <= UINT32_MAX) return uint32_t(a) / uint32_t(b) + (uint32_t(a) % uint32_t(b) != 0);
-  return a / b + (a % b != 0);
-}
-
 [[noreturn]] void reject(const KernelEntry& kernel, const ForwardCall& call) {
   plan_forward(kernel.info, call);  // throws the DispatchError naming the problem
   throw DispatchError("kernel " + kernel.name + ": the call cannot be planned (launch_plan and plan_forward disagree)");
@@ -199,15 +190,11 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     add(kForwardCuSeqlensK, "cu_seqlens_k", c.mul(s.batch + 1, 4), false);
   }
 
-  uint32_t splits = 0, split_keys = 0, row_blocks = 0;
+  DecodeGrid decode;
   if (info.decode) {
-    const uint64_t rows = uint64_t(uint32_t(s.heads_q) / uint32_t(s.heads_kv)) * s.seq_q;
-    row_blocks = uint32_t(ceil_div(rows, info.block_q));
-    splits = call.splits ? call.splits : choose_decode_splits(s.seq_k, s.batch * s.heads_kv * row_blocks);
-    if (splits > s.seq_k) reject(kernel, call);
-    split_keys = uint32_t(ceil_div(s.seq_k, splits));
-    split_keys = uint32_t(ceil_div(split_keys, info.block_k)) * info.block_k;
-    splits = uint32_t(ceil_div(s.seq_k, split_keys));
+    decode = decode_grid(info, s, call.splits);
+    if (!decode.valid) reject(kernel, call);
+    const uint32_t splits = decode.splits;
     const uint64_t slots = c.mul(c.mul(s.batch * s.heads_q, s.seq_q), splits);
     add(kForwardOutPartial, "out_partial", c.mul(slots, uint64_t(info.head_dim_v) * 4), true, true);
     add(kForwardLsePartial, "lse_partial", c.mul(slots, 4), true, true);
@@ -236,7 +223,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
 
   const double scale = call.scale > 0 ? call.scale : 1.0 / std::sqrt(double(info.head_dim));
   FixedParams w{plan.params_storage.data()};
-  write_params(w, info, call, scale, splits, split_keys, row_blocks);
+  write_params(w, info, call, scale, decode.splits, decode.split_keys, decode.row_blocks);
   w.finish(8);
   plan.params_size = w.size;
   add(kForwardParams, "params", w.size, false);
@@ -284,7 +271,8 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
       launch(3 + info.sinks, ceil_div(gradient_elements, 32), 1, 1, 32, 0,
              bits({kForwardParams}) | (present & ((1u << (kBackwardCaptureGradPartials + 1)) - (1u << kForwardModScalars))));
   } else if (info.decode) {
-    launch(0, splits, uint64_t(s.heads_kv) * row_blocks, s.batch, info.threads, info.threadgroup_bytes,
+    launch(0, decode.splits, uint64_t(s.heads_kv) * decode.row_blocks, s.batch, decode.threads(),
+           info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
                  kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
     launch(1, s.seq_q, s.heads_q, s.batch, 32, 0,

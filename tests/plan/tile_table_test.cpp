@@ -55,11 +55,23 @@ TEST(TileTable, EveryHeadDimOfEveryKindHasAPlannableRow) {
   }
 }
 
-TEST(TileTable, DecodeIsOneSimdgroupOfEightRows) {
+// A decode call runs 1 to `simdgroups` simdgroups, as many 8-row tiles as its
+// rows need, so each simdgroup owns one tile and threadgroup memory is sized
+// as for a one-simdgroup kernel (the single-query case).
+TEST(TileTable, DecodeSimdgroupsOwnOneTileAndMemoryIsSizedForOne) {
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
     const spec::Tiles t = decode_table_tiles(d, d);
-    EXPECT_EQ(t.block_q, 8u) << d;
-    EXPECT_EQ(t.simdgroups, 1u) << d;
+    EXPECT_EQ(t.block_q, 8u * t.simdgroups) << d;
+    spec::KernelSpec s;
+    s.name = "decode";
+    s.kind = spec::Kind::decode;
+    s.head_dim = s.head_dim_v = d;
+    const KernelPlan p = plan_kernel(s);
+    EXPECT_EQ(p.row_tiles, 1u) << d;
+    s.tiles = spec::Tiles{8, t.block_k, 1};
+    const KernelPlan one = plan_kernel(s);
+    EXPECT_EQ(p.chunk, one.chunk) << d;
+    EXPECT_EQ(p.threadgroup_bytes, one.threadgroup_bytes) << d;
   }
 }
 

@@ -61,6 +61,29 @@ TEST(DispatchPlan, DecodeAndBackwardListTheirLaunchesInOrder) {
   EXPECT_TRUE(p.buffer("out_partial")->scratch);
   EXPECT_THROW(Library::plan(decode, call_for({1, 8, 1, 17, 100}, 64)), DispatchError);  // too many queries
 
+
+  // A decode call runs as many 8-row simdgroups as its GQA group's rows
+  // (heads_q / heads_kv x seq_q) need, rounded up to a power of two, at most
+  // the kernel's 8 (64 rows); more rows take more row blocks.
+  ASSERT_EQ(decode.info.threads, 256u);
+  ASSERT_EQ(decode.info.block_q, 64u);
+  struct Case {
+    AttentionShape shape;
+    uint32_t threads, row_blocks;
+  };
+  for (const Case& c : {Case{{1, 8, 8, 1, 4096}, 32, 1},     // one row
+                        Case{{1, 32, 4, 1, 4096}, 32, 1},    // GQA 8: 8 rows
+                        Case{{1, 32, 8, 4, 4096}, 64, 1},    // GQA 4, 4 queries: 16 rows
+                        Case{{1, 32, 8, 5, 4096}, 128, 1},   // 20 rows: 3 tiles, 4 simdgroups
+                        Case{{1, 32, 8, 16, 4096}, 256, 1},  // 64 rows
+                        Case{{1, 32, 4, 16, 4096}, 256, 2}}) {  // GQA 8, 16 queries: 128 rows
+    p = Library::plan(decode, call_for(c.shape, 64));
+    const uint32_t rows = uint32_t(c.shape.heads_q / c.shape.heads_kv * c.shape.seq_q);
+    EXPECT_EQ(p.launches[0].threads_per_threadgroup[0], c.threads) << rows << " rows";
+    EXPECT_EQ(p.launches[0].threadgroups[1], c.shape.heads_kv * c.row_blocks) << rows << " rows";
+    EXPECT_EQ(p.launches[0].threadgroup_bytes, decode.info.threadgroup_bytes);
+  }
+
   const KernelEntry& backward = library().kernels()[2];
   p = Library::plan(backward, call_for({2, 4, 2, 50, 70}, 64));
   ASSERT_EQ(p.launches.size(), 3u);

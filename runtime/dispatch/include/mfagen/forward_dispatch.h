@@ -307,6 +307,52 @@ inline uint32_t choose_decode_splits(uint64_t seq_k, uint64_t other_threadgroups
   return uint32_t(splits > 1 ? splits : 1);
 }
 
+// ceil(a / b) (b >= 1): a shift for powers of two (tile sizes), else a
+// 32-bit division whenever the operands fit (the decode plan's chain of
+// divisions is the launch plan's main cost; 64-bit division is slower still).
+inline uint64_t ceil_div(uint64_t a, uint64_t b) {
+  if ((b & (b - 1)) == 0) return (a >> __builtin_ctzll(b)) + ((a & (b - 1)) != 0);
+  if ((a | b) <= UINT32_MAX) return uint32_t(a) / uint32_t(b) + (uint32_t(a) % uint32_t(b) != 0);
+  return a / b + (a % b != 0);
+}
+
+// How a decode call meets its kernel (DESIGN.md section 4): the rows of a GQA
+// group (heads_q / heads_kv x seq_q) fill 8-row tiles; a threadgroup runs
+// `simdgroups` simdgroups, the fewest power of two (1, 2, 4, 8) whose tiles
+// hold the rows, at most the kernel's (block_q / rows per simdgroup), so that
+// one query of GQA 8 runs one simdgroup and speculative decoding shares each
+// staged K/V tile among all of its simdgroups; `row_blocks` threadgroups then
+// cover the rows. Keys are split as choose_decode_splits() says (or
+// `call_splits`), each split a whole number of key blocks, none empty; about
+// 1024 threadgroups whatever their simdgroups, so that a call with more rows,
+// which is matrix-bound, gets more simdgroups to spread its work over rather
+// than fewer, longer threadgroups (a third-full last wave, in the profile). `valid` is false when call_splits exceeds seq_k. Allocation-free: the
+// runtime's launch plan calls it per call, as plan_forward does.
+struct DecodeGrid {
+  uint32_t simdgroups = 1, row_blocks = 0, splits = 0, split_keys = 0;
+  bool valid = true;
+  uint32_t threads() const { return 32 * simdgroups; }
+};
+inline DecodeGrid decode_grid(const ForwardKernelInfo& kernel, const AttentionShape& s, uint32_t call_splits) {
+  DecodeGrid g;
+  const uint64_t rows = uint64_t(uint32_t(s.heads_q) / uint32_t(s.heads_kv)) * s.seq_q;
+  const uint32_t most = kernel.threads / 32;
+  const uint64_t tile_rows = kernel.block_q / (most ? most : 1);  // rows per simdgroup
+  while (2 * g.simdgroups <= most && g.simdgroups * tile_rows < rows) g.simdgroups *= 2;
+  const uint64_t block_rows = g.simdgroups * tile_rows;
+  g.row_blocks = uint32_t(ceil_div(rows, block_rows));
+  g.splits = call_splits ? call_splits
+                         : choose_decode_splits(s.seq_k, s.batch * s.heads_kv * g.row_blocks);
+  if (g.splits > s.seq_k) {
+    g.valid = false;
+    return g;
+  }
+  g.split_keys = uint32_t(ceil_div(s.seq_k, g.splits));
+  g.split_keys = uint32_t(ceil_div(g.split_keys, kernel.block_k)) * kernel.block_k;
+  g.splits = uint32_t(ceil_div(s.seq_k, g.split_keys));  // no empty split
+  return g;
+}
+
 // Buffer indices of generated forward kernels (DESIGN.md section 8 reads them from the manifest).
 inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardOut = 3, kForwardLse = 4,
                           kForwardParams = 5, kForwardMask = 6, kForwardAlibi = 7, kForwardOutPartial = 8,
