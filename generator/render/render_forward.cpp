@@ -158,6 +158,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"plain_scores", !s.softcap && !s.alibi && !mask && !s.mods.any()},
       // float32 promises its band at large logits: dot products summed per 8-wide slice.
       {"precise_scores", s.dtype == spec::DType::float32},
+      {"elem_is_float", s.dtype == spec::DType::float32},
       {"mask_bool", s.mask == spec::MaskKind::boolean},
       {"mask_additive", s.mask == spec::MaskKind::additive},
       {"mask_type", s.mask == spec::MaskKind::boolean ? "bool" : "elem_t"},

@@ -78,6 +78,39 @@ TEST(ProfileCounts, DivergentBranchesAndLoopsArePaidByTheWholeSimdgroup) {
   EXPECT_LE(r.profile->registers_per_thread, 40u);
 }
 
+// MSL's packed vectors (element-aligned) read at any element, and each is one
+// memory instruction of its bytes, as the cost model counts them.
+TEST(ProfileCounts, PackedVectorsLoadAtAnyElementAsOneInstruction) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<_Float16> h(4 * 32 + 4);
+  std::vector<uint16_t> b(4 * 32 + 4);
+  std::vector<float> f(4 * 32 + 4), out(12 * 32 + 4, -1.0f);
+  for (size_t i = 0; i < f.size(); ++i) {
+    h[i] = _Float16(float(i) * 0.5f);
+    b[i] = to_bfloat_bits(double(i) * 0.25);
+    f[i] = float(i) * 3.0f;
+  }
+  auto r = run_profiled(*module, "packed_copy", {1, 1, 1}, {32, 1, 1}, {bind(0, h), bind(1, b), bind(2, f), bind(3, out)});
+  ASSERT_TRUE(IsClean(r));
+  for (uint32_t t = 0; t < 32; ++t)
+    for (uint32_t e = 0; e < 4; ++e) {
+      const uint32_t i = 4 * t + 1 + e;
+      EXPECT_EQ(out[12 * t + 1 + e], float(i) * 0.5f) << t;
+      EXPECT_EQ(out[12 * t + 5 + e], float(i) * 0.25f) << t;
+      EXPECT_EQ(out[12 * t + 9 + e], float(i) * 3.0f) << t;
+    }
+  EXPECT_EQ(out[0], -1.0f) << "nothing before element 1 is written";
+  // The bfloat4 is copied by the stand-in's struct copy, through a generic
+  // pointer; one memory instruction either way.
+  EXPECT_EQ(count(r, Op::device_load) + count(r, Op::generic_load), 3)
+      << "one packed half4, bfloat4 and float4 load per lane";
+  EXPECT_EQ(count(r, Op::device_store), 3) << "three packed float4 stores per lane";
+  EXPECT_EQ(r.profile->traffic.at(0).bytes_read, 32 * 8);
+  EXPECT_EQ(r.profile->traffic.at(1).bytes_read, 32 * 8);
+  EXPECT_EQ(r.profile->traffic.at(2).bytes_read, 32 * 16);
+  EXPECT_EQ(r.profile->traffic.at(3).bytes_written, 32 * 48);
+}
+
 TEST(ProfileCounts, BarriersCollectivesAndThreadgroupBytes) {
   auto module = compile_profiled("profile_counts.metal");
   std::vector<float> out(64);

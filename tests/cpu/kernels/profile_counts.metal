@@ -53,3 +53,20 @@ kernel void ramp(device float* out [[buffer(0)]], uint2 group [[threadgroup_posi
   for (uint i = 0; i < group.x; ++i) acc = acc * 1.0001f;
   if (lane == 0) out[group.y * 64 + group.x] = acc;
 }
+
+// One simdgroup. Thread t reads four halves, four bfloats and four floats
+// starting at element 4t + 1 (element-aligned, not vector-aligned: legal for
+// MSL's packed vector types) as one packed vector each, widens them and writes
+// them as packed floats at element 12t + 1 of `out`. Per simdgroup: three
+// device loads (8, 8 and 16 bytes per lane) and three stores of 16 bytes.
+kernel void packed_copy(device const half* h [[buffer(0)]], device const bfloat* b [[buffer(1)]],
+                        device const float* f [[buffer(2)]], device float* out [[buffer(3)]],
+                        uint t [[thread_position_in_grid]]) {
+  const half4 x = *reinterpret_cast<const device packed_half4*>(h + 4 * t + 1);
+  const bfloat4 y = *reinterpret_cast<const device packed_bfloat4*>(b + 4 * t + 1);
+  const float4 z = *reinterpret_cast<const device packed_float4*>(f + 4 * t + 1);
+  device packed_float4* o = reinterpret_cast<device packed_float4*>(out + 12 * t + 1);
+  o[0] = float4(x);
+  o[1] = float4(y);
+  o[2] = z;
+}

@@ -68,6 +68,40 @@ using ::bfloat3;
 using ::bfloat4;
 }  // namespace metal
 
+// ---- packed vectors -----------------------------------------------------------
+// MSL's packed_T2 and packed_T4 (Metal Shading Language specification,
+// "Packed Vector Types"): the vector with the alignment of one element, so
+// that it can be read or written at any element of a buffer (a row of halves
+// four at a time, whatever its start). Here they are the vector types with
+// that alignment: the same element type, size and operators, converting to and
+// from vec<T, N> implicitly (the canonical type is the same). packed_T3 (three
+// elements, no padding) is not provided: a kernel using it does not compile.
+#define __MF_DECLARE_PACKED(ELEM, NAME)                                                     \
+  typedef ELEM packed_##NAME##2 __attribute__((ext_vector_type(2), aligned(sizeof(ELEM)))); \
+  typedef ELEM packed_##NAME##4 __attribute__((ext_vector_type(4), aligned(sizeof(ELEM)))); \
+  namespace metal {                                                                         \
+  using ::packed_##NAME##2;                                                                 \
+  using ::packed_##NAME##4;                                                                 \
+  }
+__MF_DECLARE_PACKED(char, char)
+__MF_DECLARE_PACKED(unsigned char, uchar)
+__MF_DECLARE_PACKED(short, short)
+__MF_DECLARE_PACKED(unsigned short, ushort)
+__MF_DECLARE_PACKED(int, int)
+__MF_DECLARE_PACKED(unsigned int, uint)
+__MF_DECLARE_PACKED(half, half)
+__MF_DECLARE_PACKED(float, float)
+#undef __MF_DECLARE_PACKED
+typedef bfloat2 packed_bfloat2 __attribute__((aligned(2)));
+typedef bfloat4 packed_bfloat4 __attribute__((aligned(2)));
+static_assert(sizeof(packed_half4) == 8 && alignof(packed_half4) == 2 && sizeof(packed_float4) == 16 &&
+                  alignof(packed_float4) == 4 && sizeof(packed_bfloat4) == 8 && alignof(packed_bfloat4) == 2,
+              "packed vector sizes and alignments (MSL specification, packed vector types)");
+namespace metal {
+using ::packed_bfloat2;
+using ::packed_bfloat4;
+}  // namespace metal
+
 // ---- vector traits (internal) -----------------------------------------------
 // __mf_vt<T>: is_vec, n (1 for scalars), elem (storage element type), lelem
 // (logical element type: bool for boolN), is_bool_vec.
