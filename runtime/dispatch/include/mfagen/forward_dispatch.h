@@ -316,18 +316,19 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) {
   return a / b + (a % b != 0);
 }
 
-// How a decode call meets its kernel (DESIGN.md section 4): the rows of a GQA
-// group (heads_q / heads_kv x seq_q) fill 8-row tiles; a threadgroup runs
-// `simdgroups` simdgroups, the fewest power of two (1, 2, 4, 8) whose tiles
-// hold the rows, at most the kernel's (block_q / rows per simdgroup), so that
-// one query of GQA 8 runs one simdgroup and speculative decoding shares each
-// staged K/V tile among all of its simdgroups; `row_blocks` threadgroups then
-// cover the rows. Keys are split as choose_decode_splits() says (or
-// `call_splits`), each split a whole number of key blocks, none empty; about
-// 1024 threadgroups whatever their simdgroups, so that a call with more rows,
-// which is matrix-bound, gets more simdgroups to spread its work over rather
-// than fewer, longer threadgroups (a third-full last wave, in the profile). `valid` is false when call_splits exceeds seq_k. Allocation-free: the
-// runtime's launch plan calls it per call, as plan_forward does.
+// How a decode call meets its kernel (DESIGN.md section 4). The rows of a
+// GQA group (heads_q / heads_kv x seq_q) fill 8-row tiles. A threadgroup runs
+// `simdgroups` simdgroups: the fewest power of two (1, 2, 4, 8) whose tiles
+// hold the rows, at most the kernel's (block_q / rows per simdgroup). One
+// query of GQA 8 thus runs one simdgroup, and speculative decoding shares
+// each staged K/V tile among all of its simdgroups; `row_blocks` threadgroups
+// cover the rows. Keys are split as choose_decode_splits() says (or as
+// `call_splits` asks), each split a whole number of key blocks, none empty.
+// The splits count threadgroups, not simdgroups: a call with more rows is
+// matrix-bound and gains from more, shorter threadgroups (fewer would leave a
+// long last wave, in the profile). `valid` is false when call_splits exceeds
+// seq_k. Allocation-free: the runtime's launch plan calls it per call, as
+// plan_forward does.
 struct DecodeGrid {
   uint32_t simdgroups = 1, row_blocks = 0, splits = 0, split_keys = 0;
   bool valid = true;
