@@ -134,8 +134,10 @@ std::vector<TextRow> decode_rows(const plan::KernelPlan& p, const plan::CostShap
   const uint64_t row_blocks = d.launches[0].threadgroups[1] / shape.heads_kv;
   const uint64_t partials = d.buffer("out_partial")->bytes + d.buffer("lse_partial")->bytes;
   const uint64_t q_out = shape.batch * shape.heads_q * shape.seq_q * (p.spec.head_dim + p.spec.head_dim_v) * e;
-  rows.push_back({"splits", fmt::format("{} (chosen from the shape: about 128 threadgroups, at least 256 keys each)",
-                                        d.launches[0].threadgroups[0])});
+  rows.push_back({"splits", fmt::format("{} (chosen from the shape: about 1024 threadgroups, splits of at least {} "
+                                        "keys)",
+                                        d.launches[0].threadgroups[0],
+                                        decode_min_split_keys(d.launches[0].threads_per_threadgroup[0] / 32))});
   rows.push_back({"min device bytes", fmt::format("{} ({}): K and V read once, q and out once", kv + q_out,
                                                   binary(double(kv + q_out)))});
   const uint64_t total = kv * row_blocks + q_out + 2 * partials;

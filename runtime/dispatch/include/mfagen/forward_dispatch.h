@@ -328,6 +328,12 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) {
 // long last wave, in the profile). `valid` is false when call_splits exceeds
 // seq_k. Allocation-free: the runtime's launch plan calls it per call, as
 // plan_forward does.
+// The shortest split a decode call of `simdgroups` simdgroups per threadgroup
+// gets: several simdgroups make each key dearer, so splits of 128 keys still
+// amortize the merge (GQA 8 at 2 queries on the M4 Max model: 205 -> 174 us);
+// one simdgroup keeps 256 (128 was slower at one query).
+inline uint64_t decode_min_split_keys(uint32_t simdgroups) { return simdgroups > 1 ? 128 : 256; }
+
 struct DecodeGrid {
   uint32_t simdgroups = 1, row_blocks = 0, splits = 0, split_keys = 0;
   bool valid = true;
@@ -341,12 +347,9 @@ inline DecodeGrid decode_grid(const ForwardKernelInfo& kernel, const AttentionSh
   while (2 * g.simdgroups <= most && g.simdgroups * tile_rows < rows) g.simdgroups *= 2;
   const uint64_t block_rows = g.simdgroups * tile_rows;
   g.row_blocks = uint32_t(ceil_div(rows, block_rows));
-  // Several simdgroups make each key dearer, so splits of 128 keys still
-  // amortize the merge (GQA 8 at 2 queries on the M4 Max model: 205 -> 174 us);
-  // one simdgroup keeps 256 (shorter splits were slower at one query).
   g.splits = call_splits ? call_splits
                          : choose_decode_splits(s.seq_k, s.batch * s.heads_kv * g.row_blocks,
-                                                g.simdgroups > 1 ? 128 : 256);
+                                                decode_min_split_keys(g.simdgroups));
   if (g.splits > s.seq_k) {
     g.valid = false;
     return g;
