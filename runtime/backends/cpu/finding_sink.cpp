@@ -10,6 +10,7 @@ std::string_view to_string(FindingKind kind) {
     case FindingKind::data_race: return "threadgroup data race";
     case FindingKind::barrier_divergence: return "barrier divergence";
     case FindingKind::uninitialized_read: return "uninitialized threadgroup read";
+    case FindingKind::tensor_op: return "tensor operation undefined behaviour";
   }
   return "finding";
 }

@@ -38,4 +38,20 @@ __attribute__((visibility("default"))) uint32_t* __mf_profile_counters(uint32_t 
 __attribute__((visibility("default"))) uint32_t __mf_simd_lane(void) {
   return ThreadgroupRunner::current()->current_lane();
 }
+
+__attribute__((visibility("default"))) void __mf_scope_position(uint32_t* simdgroup, uint32_t* simdgroups) {
+  ThreadgroupRunner::current()->scope_position(simdgroup, simdgroups);
+}
+
+__attribute__((visibility("default"))) void* __mf_scope_slots(uint32_t bytes) {
+  return ThreadgroupRunner::current()->scope_slots(bytes);
+}
+
+__attribute__((visibility("default"))) uint32_t __mf_tensor_layout_seed(void) {
+  return ThreadgroupRunner::current()->tensor_layout_seed();
+}
+
+__attribute__((visibility("default"), noinline)) void __mf_tensor_finding(const char* what, uint32_t a, uint32_t b) {
+  ThreadgroupRunner::current()->tensor_finding(what, a, b, __builtin_return_address(0));
+}
 }

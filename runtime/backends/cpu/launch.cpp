@@ -141,6 +141,7 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   context.grid = options.threadgroups;
   context.group = options.threads_per_threadgroup;
   context.detectors = options.detectors;
+  context.tensor_layout_seed = options.tensor_layout_seed;
   context.instrumented = module.instrumented();
   for (auto [index, bytes] : options.threadgroup_bytes) context.threadgroup_buffers.emplace_back(index, bytes);
   if (options.profile.enabled) {

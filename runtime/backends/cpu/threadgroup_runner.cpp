@@ -83,6 +83,7 @@ ThreadgroupRunner::ThreadgroupRunner(const LaunchContext& context, FindingSink& 
   arena_.assign(2 * kThreadgroupMemoryLimit + 64 * kRedzoneBytes, kUninitializedPattern);  // room for gaps
   shadow_.resize(arena_.size());
   sink_.resize(kSinkBytes);
+  scope_slots_.resize(size_t(count) * abi::kMaxSimdExchangeBytes);
   for (const auto& b : context.buffers) traffic_.push_back(BufferTraffic{b.index, 0, 0});
   // A module compiled for profiling counts whether or not this launch
   // collects the counts, so its counters always need somewhere to go.
@@ -542,6 +543,30 @@ void ThreadgroupRunner::check_threadgroup(uintptr_t address, uint64_t size, uint
       s.initialized = true;
     }
   }
+}
+
+void ThreadgroupRunner::scope_position(uint32_t* simdgroup, uint32_t* simdgroups) const {
+  *simdgroup = threads_[current_].simd;
+  *simdgroups = static_cast<uint32_t>(simds_.size());
+}
+
+// The table outlives every thread of the threadgroup; what a thread writes
+// there is read by the others only after the barrier that follows (the
+// stand-in's scope rendezvous), so it needs no shadow of its own.
+void* ThreadgroupRunner::scope_slots(uint32_t bytes) {
+  if (bytes > abi::kMaxSimdExchangeBytes) {
+    abort_threadgroup(fmt::format("tensor-op scope exchange of {} bytes exceeds the supported {}", bytes,
+                                  abi::kMaxSimdExchangeBytes));
+    return sink_.data();
+  }
+  return scope_slots_.data();
+}
+
+void ThreadgroupRunner::tensor_finding(const char* what, uint32_t a, uint32_t b, const void* site) {
+  if (!context_.detectors.tensor_ops) return;
+  std::string detail = what;
+  if (a != ~0u) detail += fmt::format(" ({}", a) + (b != ~0u ? fmt::format(", {})", b) : std::string(")"));
+  report(FindingKind::tensor_op, 0, site_location(site), "", std::move(detail), current_);
 }
 
 std::string ThreadgroupRunner::site_location(const void* site) const { return site ? symbolize(site) : ""; }

@@ -35,6 +35,7 @@ struct LaunchContext {
   std::vector<std::pair<uint32_t, uint64_t>> threadgroup_buffers;  // (index, bytes)
   Detectors detectors;
   bool instrumented = false;
+  uint32_t tensor_layout_seed = 0;  // LaunchOptions::tensor_layout_seed
   const ProfileTable* profile = nullptr;  // set when profiling
 };
 
@@ -62,6 +63,10 @@ class ThreadgroupRunner {
   const void* simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask, const void* site);
   void* threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
   uint32_t current_lane() const { return threads_[current_].lane; }
+  void scope_position(uint32_t* simdgroup, uint32_t* simdgroups) const;
+  void* scope_slots(uint32_t bytes);
+  uint32_t tensor_layout_seed() const { return context_.tensor_layout_seed; }
+  void tensor_finding(const char* what, uint32_t a, uint32_t b, const void* site);
   uint32_t* profile_counters(uint32_t function);
 
   static ThreadgroupRunner* current();
@@ -143,6 +148,7 @@ class ThreadgroupRunner {
   uint64_t arena_next_ = 0, arena_used_bytes_ = 0;
   uint32_t tg_epoch_ = 0;
   std::vector<std::byte> sink_;
+  std::vector<std::byte> scope_slots_;  // __mf_scope_slots: threads x abi::kMaxSimdExchangeBytes
 
   std::vector<BufferTraffic> traffic_;
 

@@ -21,6 +21,12 @@ const void* __mf_simd_exchange(const void* value, unsigned int bytes, unsigned i
 void* __mf_tg_alloc(unsigned int site, unsigned long size, unsigned long align, const __constant char* name);
 // thread_index_in_simdgroup of the calling thread (0..31).
 unsigned int __mf_simd_lane(void);
+// TensorOps (tensor_ops.h): scope position, per-threadgroup exchange table,
+// cooperative-tensor layout seed, undefined-behaviour findings.
+void __mf_scope_position(unsigned int* simdgroup, unsigned int* simdgroups);
+void* __mf_scope_slots(unsigned int bytes);
+unsigned int __mf_tensor_layout_seed(void);
+void __mf_tensor_finding(const __constant char* what, unsigned int a, unsigned int b);
 }
 
 // Layout mirrors mfagen::cpu::abi::LaunchArgs (uint64_t -> unsigned long).

@@ -27,11 +27,21 @@ enum __mf_profile_op : unsigned int {
   __mf_op_sgm_load_threadgroup_bytes = 10,
   __mf_op_sgm_store_device_bytes = 11,
   __mf_op_sgm_store_threadgroup_bytes = 12,
+  __mf_op_f32_add = 13,
+  __mf_op_f32_minmax = 17,
+  __mf_op_int_add = 35,
   __mf_op_convert = 41,
+  __mf_op_device_load = 43,
+  __mf_op_device_store = 44,
+  __mf_op_threadgroup_load = 45,
+  __mf_op_threadgroup_store = 46,
   __mf_op_threadgroup_barrier = 49,
   __mf_op_simdgroup_barrier = 50,
   __mf_op_simd_shuffle = 51,
   __mf_op_simd_reduce = 52,
+  __mf_op_tensor_mma_f16 = 55,
+  __mf_op_tensor_mma_f32 = 56,
+  __mf_op_tensor_mma_i8 = 57,
 };
 
 // In a profiling compile the simdgroup_matrix built-ins (__MF_OP_FUNC) are

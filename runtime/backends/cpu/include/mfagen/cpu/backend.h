@@ -126,6 +126,11 @@ struct Detectors {
   bool data_races = true;
   bool barrier_divergence = true;
   bool uninitialized_reads = true;
+  // Undefined behaviour of Metal 4 tensor operations (matmul2d, cooperative
+  // tensors): a scope not entered by all its threads, a scope whose simdgroup
+  // count differs from the dispatch, reads of cooperative-tensor elements
+  // never written.
+  bool tensor_ops = true;
 };
 
 // `mfagen profile`: count what a launch executes (docs/profile.md). The
@@ -150,9 +155,13 @@ struct LaunchOptions {
   unsigned workers = 0;       // 0: one per core
   size_t max_findings = 64;   // distinct findings kept (all are counted)
   ProfileOptions profile;
+  // Cooperative tensors' element layout is implementation-defined: 0 runs the
+  // default layout (MLX NAX's 16x16 fragments), any other value a permutation
+  // of it seeded by the value, so that a kernel relying on a layout fails.
+  uint32_t tensor_layout_seed = 0;
 };
 
-enum class FindingKind { out_of_bounds, data_race, barrier_divergence, uninitialized_read };
+enum class FindingKind { out_of_bounds, data_race, barrier_divergence, uninitialized_read, tensor_op };
 std::string_view to_string(FindingKind kind);
 
 struct Finding {

@@ -9,7 +9,7 @@
 
 namespace mfagen::cpu::abi {
 
-inline constexpr uint32_t kAbiVersion = 2;
+inline constexpr uint32_t kAbiVersion = 3;
 inline constexpr uint32_t kMaxBufferIndex = 31;    // Metal: buffer(0..30)
 inline constexpr uint32_t kSimdWidth = 32;
 inline constexpr uint32_t kMaxSimdExchangeBytes = 64;
@@ -83,6 +83,19 @@ const void* __mf_simd_exchange(const void* value, uint32_t bytes, uint32_t* acti
 void* __mf_tg_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
 // thread_index_in_simdgroup of the calling thread (simdgroup_matrix layout).
 uint32_t __mf_simd_lane(void);
+// Metal 4 TensorOps stand-in (mfagen_standin/tensor_ops.h):
+// The calling thread's simdgroup_index_in_threadgroup and simdgroups_per_threadgroup.
+void __mf_scope_position(uint32_t* simdgroup, uint32_t* simdgroups);
+// A per-threadgroup table of `bytes` (<= 64) bytes per thread (thread-index
+// major) through which the threads of an execution_simdgroups<N> scope
+// publish their operands between two threadgroup barriers.
+void* __mf_scope_slots(uint32_t bytes);
+// 0: cooperative tensors use the default element layout (MLX NAX's); any
+// other value permutes it (LaunchOptions::tensor_layout_seed).
+uint32_t __mf_tensor_layout_seed(void);
+// Undefined behaviour of a tensor operation (a detector finding at the caller):
+// `what` names it; `a` and `b` are numbers it mentions (or ~0u).
+void __mf_tensor_finding(const char* what, uint32_t a, uint32_t b);
 // Profiling compiles: the calling thread's block counters of `function`
 // (an index into __mf_profile_functions), one uint32_t per counted block.
 uint32_t* __mf_profile_counters(uint32_t function);

@@ -79,7 +79,11 @@ namespace mfagen::cpu::profile {
   X(simd_shuffle, "simd shuffles and broadcasts")                                                          \
   X(simd_reduce, "simd reductions, scans, ballots and votes")                                              \
   X(atomic_device, "atomic operations on device memory")                                                   \
-  X(atomic_threadgroup, "atomic operations on threadgroup memory")
+  X(atomic_threadgroup, "atomic operations on threadgroup memory")                                         \
+  /* Metal 4 TensorOps (matmul2d), in 8x8x8 multiply-add blocks (1024 FLOPs) of this simdgroup's share */   \
+  X(tensor_mma_f16, "matmul2d 8x8x8 blocks, 16-bit float operands (half, bfloat)")                         \
+  X(tensor_mma_f32, "matmul2d 8x8x8 blocks, a float32 operand")                                            \
+  X(tensor_mma_i8, "matmul2d 8x8x8 blocks, 8-bit or narrower integer operands")
 
 enum class Op : uint32_t {
 #define MFAGEN_PROFILE_OP_ENUM(name, text) name,
