@@ -95,6 +95,7 @@ ThreadgroupRunner::~ThreadgroupRunner() { munmap(stacks_, stacks_bytes_); }
 
 void ThreadgroupRunner::prepare_threads(Dim3 position) {
   position_ = position;
+  std::fill(scope_slots_.begin(), scope_slots_.end(), std::byte{0});
   const Dim3 g = context_.group;
   const uint32_t count = static_cast<uint32_t>(g.volume());
   for (uint32_t i = 0; i < count; ++i) {
