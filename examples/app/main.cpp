@@ -58,13 +58,16 @@ int attention_call(const Library& library, Backend& backend, uint64_t seq_q, uin
   call.strides = contiguous_bhsd(q.shape, 128, 128);
   // The per-call hot path: select + launch_plan, no allocation, no lock.
   // Timed over many calls, as an app making one call per layer and token would.
+  // Selection takes what the device offers (TensorOps kernels only where it
+  // supports them; their simdgroup_matrix twins elsewhere).
+  const DeviceCapabilities device = backend.capabilities();
   constexpr int kTimedCalls = 100000;
   LaunchPlan plan;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kTimedCalls; ++i) Library::launch_plan(library.select(q), call, plan);
+  for (int i = 0; i < kTimedCalls; ++i) Library::launch_plan(library.select(q, device), call, plan);
   const double select_plan_ns =
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / kTimedCalls;
-  const KernelEntry& kernel = library.select(q);
+  const KernelEntry& kernel = library.select(q, device);
 
   std::mt19937 rng(seq_q * 1000 + seq_k);
   std::vector<std::byte> qb = random_half_tensor(8 * seq_q * 128, rng), kb = random_half_tensor(2 * seq_k * 128, rng),

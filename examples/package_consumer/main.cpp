@@ -19,7 +19,8 @@ int main() {
   query.head_dim = query.head_dim_v = d;
   query.causal = CausalMode::bottom_right;
   query.shape = {1, hq, hkv, sq, sk};
-  const KernelEntry& kernel = library.select(query);
+  CpuBackend backend;
+  const KernelEntry& kernel = library.select(query, backend.capabilities());
   ForwardCall call;
   call.shape = query.shape;
   call.strides = contiguous_bhsd(call.shape, d, d);
@@ -30,7 +31,6 @@ int main() {
   std::vector<float> q(hq * sq * d), k(hkv * sk * d), v(hkv * sk * d), out(hq * sq * d), lse(hq * sq);
   for (std::vector<float>* t : {&q, &k, &v})
     for (float& x : *t) x = normal(rng);
-  CpuBackend backend;
   backend.run(library, kernel, plan,
               {{kForwardQ, std::as_writable_bytes(std::span(q))}, {kForwardK, std::as_writable_bytes(std::span(k))},
                {kForwardV, std::as_writable_bytes(std::span(v))}, {kForwardOut, std::as_writable_bytes(std::span(out))},

@@ -16,7 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       query.head_dim_v = kernel.info.head_dim_v;
       query.causal = kernel.causal;
       query.shape = {1, 2, 1, 3, 5};
-      (void)library.find(query);
+      (void)library.find(query);  // the baseline device: no TensorOps kernel
+      (void)library.find(query, DeviceCapabilities::all());
+      try {
+        (void)library.select(query, DeviceCapabilities{MetalVersion::v4_0, GpuFamily::apple9, true});
+      } catch (const SelectionError& e) {
+        fuzz::expect_clear_error(e, "no kernel for ");
+      }
       ForwardCall call;
       call.shape = query.shape;
       call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);

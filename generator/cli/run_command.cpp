@@ -172,7 +172,7 @@ int run(const RunArgs& args) {
   request.mods = !args.captures.empty() || !args.scalars.empty();
   request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
   request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
-  const KernelEntry& entry = session::select_kernel(set.library, request, args.spec);
+  const KernelEntry& entry = session::select_kernel(set.library, request, args.spec, backend->capabilities());
   const plan::KernelPlan& plan = set.plan_of(entry);
   const spec::DType dtype = plan.spec.dtype;
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "plan/dispatch_info.h"
+#include "plan/tensor_ops.h"
 #include "render/render_forward.h"
 #include "spec/canonical.h"
 
@@ -76,6 +77,17 @@ Json mods_json(const plan::KernelPlan& p) {
   return j;
 }
 
+// What the kernel needs of the device (plan::device_requirements): the
+// runtime selects it only where the backend's capabilities satisfy this.
+Json requires_json(const plan::KernelPlan& p) {
+  const plan::DeviceRequirements r = plan::device_requirements(p);
+  Json j;
+  j["metal"] = r.metal;
+  j["gpu_family"] = r.gpu_family;
+  j["tensor_ops"] = r.tensor_ops;
+  return j;
+}
+
 Json function_constants_json(const plan::KernelPlan& p) {
   Json constants = Json::array();
   for (const plan::FunctionConstantSlot& c : p.function_constants) {
@@ -95,6 +107,7 @@ Json kernel_json(const plan::KernelPlan& p) {
   k["file"] = kernel_file_name(p);
   k["hash"] = render::forward_kernel_hash(p);
   k["template"] = render::kernel_template_version(p);
+  k["requires"] = requires_json(p);
   // The canonical spec as an object (not a string) so readers need no second parse.
   k["spec"] = Json::parse(spec::canonical_json(p.spec));
   k["dispatch"] = dispatch_json(p);

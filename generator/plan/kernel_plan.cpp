@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "plan/tensor_ops.h"
+
 namespace mfagen::plan {
 namespace {
 
@@ -211,6 +213,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   KernelPlan p;
   p.spec = s;
   p.entry = s.name;
+  p.tensor_ops = uses_tensor_ops(s);
   if (s.kind == spec::Kind::decode) p.combine_entry = s.name + "_combine";
   if (s.kind == spec::Kind::forward) p.entries = {s.name};
   if (s.kind == spec::Kind::decode) p.entries = {s.name, p.combine_entry};

@@ -62,6 +62,7 @@ struct KernelPlan {
   bool tiles_from_table = false;
   uint32_t params_bytes = 0;       // sizeof the kernel's AttentionParams (its fields depend on the features)
   bool resident_tiles = false;     // backward: q and dO (K and V) get a tile each, q (K) is staged once
+  bool tensor_ops = false;         // products by mpp::tensor_ops::matmul2d (Metal 4), not simdgroup_matrix (uses_tensor_ops())
   std::vector<BufferSlot> buffers;
   std::vector<FunctionConstantSlot> function_constants;  // none yet: every spec field is baked in
 };

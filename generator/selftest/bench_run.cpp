@@ -28,7 +28,7 @@ void time_and_predict(const BenchCase& c, const GeneratedKernels& kernels, Backe
   const KernelEntry& kernel = select_named(
       kernels.library(),
       query_for_kernel(c.kernel, call_shape, backward ? KernelKind::backward : KernelKind::forward, c.kernel.lse),
-      c.kernel.name);
+      c.kernel.name, backend.capabilities());
   const plan::KernelPlan& plan = kernels.plan_of(kernel);
   result.kernel = kernel.name;
   const profile::KernelWork work = profile::profile_plan_call(plan, shape, options.sample_threadgroups);

@@ -59,8 +59,9 @@ AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionS
                             runtime_mask(kernel.mask), need_lse);
 }
 
-const KernelEntry& select_named(const Library& library, const AttentionQuery& query, const std::string& expected) {
-  const KernelEntry& kernel = library.select(query);
+const KernelEntry& select_named(const Library& library, const AttentionQuery& query, const std::string& expected,
+                                const DeviceCapabilities& device) {
+  const KernelEntry& kernel = library.select(query, device);
   if (kernel.name != expected)
     throw std::runtime_error(fmt::format("selection chose {} for this call; the kernel meant is {}", kernel.name,
                                          expected));

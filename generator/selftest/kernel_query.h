@@ -15,10 +15,12 @@ namespace mfagen::selftest {
 AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionShape& shape, KernelKind kind,
                                 bool need_lse);
 
-// library.select(query), which must be the kernel named `expected`;
+// library.select(query, device), which must be the kernel named `expected`
+// (device: the backend's capabilities(); by default every kernel qualifies);
 // otherwise std::runtime_error naming both (what runs would not be the
 // kernel the case or bench names: a selection bug). Throws SelectionError
 // when nothing fits.
-const KernelEntry& select_named(const Library& library, const AttentionQuery& query, const std::string& expected);
+const KernelEntry& select_named(const Library& library, const AttentionQuery& query, const std::string& expected,
+                                const DeviceCapabilities& device = DeviceCapabilities::all());
 
 }  // namespace mfagen::selftest

@@ -52,7 +52,8 @@ class CaseRunner {
     const AttentionQuery forward_query =
         query_for_kernel(c_.kernel, c_.shape, KernelKind::forward, backward || c_.kernel.lse);
     const KernelEntry& forward =
-        backward ? library_.select(forward_query) : select_named(library_, forward_query, c_.kernel.name);
+        backward ? library_.select(forward_query, backend_.capabilities())
+                 : select_named(library_, forward_query, c_.kernel.name, backend_.capabilities());
     run_forward(forward);
     if (backward) run_backward();
   }
@@ -98,7 +99,8 @@ class CaseRunner {
 
   void run_backward() {
     const KernelEntry& kernel =
-        select_named(library_, query_for_kernel(c_.kernel, c_.shape, KernelKind::backward, false), c_.kernel.name);
+        select_named(library_, query_for_kernel(c_.kernel, c_.shape, KernelKind::backward, false), c_.kernel.name,
+                     backend_.capabilities());
     const AttentionShape& s = c_.shape;
     const uint64_t element = spec::dtype_bytes(c_.kernel.dtype), d = c_.kernel.head_dim, dv = c_.kernel.head_dim_v;
     std::vector<std::byte> dq(s.batch * s.heads_q * s.seq_q * d * element, std::byte{0x7f});

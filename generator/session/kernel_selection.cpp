@@ -11,14 +11,15 @@ namespace {
 
 std::string describe_kernel(const KernelEntry& k) {
   const ForwardKernelInfo& i = k.info;
-  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{}{}{})", k.name,
+  return fmt::format("{} ({} {}, head_dim {}, head_dim_v {}, causal {}, gqa {}, mask {}{}{}{}{}{}{}{}{}{})", k.name,
                      to_string(k.kind), to_string(k.dtype), i.head_dim, i.head_dim_v, to_string(k.causal), i.gqa,
                      i.mask == MaskInput::none ? "none" : i.mask == MaskInput::boolean ? "bool" : "additive",
                      i.window ? ", window" : "", i.softcap ? ", softcap" : "", i.alibi ? ", alibi" : "",
                      i.sinks ? ", sinks" : "", i.varlen ? ", varlen" : "",
                      i.paged ? ", paged" : "",
                      i.kv_format != KvFormat::elements ? fmt::format(", kv_dtype {}", to_string(i.kv_format)) : "",
-                     i.dropout ? ", dropout" : "");
+                     i.dropout ? ", dropout" : "",
+                     k.requirements.tensor_ops ? ", TensorOps (Metal 4, apple10)" : "");
 }
 
 }  // namespace
@@ -65,7 +66,8 @@ AttentionQuery query_for(const CallRequest& r, KernelKind kind, ElementType dtyp
   return q;
 }
 
-const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file) {
+const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file,
+                                 const DeviceCapabilities& device) {
   // The (dtype, causal, mask kind, score_mod/mask_mod) combinations the set offers, in spec order.
   std::vector<std::tuple<ElementType, CausalMode, MaskInput, uint64_t>> keys;
   for (const KernelEntry& k : library.kernels()) {
@@ -81,7 +83,7 @@ const KernelEntry& select_kernel(const Library& library, const CallRequest& requ
   const KernelKind kind = request.backward ? KernelKind::backward : KernelKind::forward;
   for (const auto& [dtype, causal, mask, mods_id] : keys)
     for (bool need_lse : {true, false})  // run writes lse.npy when the kernel can
-      if (const KernelEntry* k = library.find(query_for(request, kind, dtype, causal, mask, need_lse, mods_id)))
+      if (const KernelEntry* k = library.find(query_for(request, kind, dtype, causal, mask, need_lse, mods_id), device))
         return *k;
   std::string have;
   for (const KernelEntry& k : library.kernels()) have += "\n  " + describe_kernel(k);

@@ -31,8 +31,11 @@ struct CallRequest {
   std::string describe() const;
 };
 
-// The selected kernel, or CallError listing what was asked and what the set has.
-const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file);
+// The selected kernel among those `device` can run (default: every kernel,
+// as the cpu backend emulates; `mfagen run` passes its backend's
+// capabilities()), or CallError listing what was asked and what the set has.
+const KernelEntry& select_kernel(const Library& library, const CallRequest& request, const std::string& spec_file,
+                                 const DeviceCapabilities& device = DeviceCapabilities::all());
 
 // The query the runtime answers for a request, given the kernel's dtype and causal mode.
 AttentionQuery query_for(const CallRequest& request, KernelKind kind, ElementType dtype, CausalMode causal,

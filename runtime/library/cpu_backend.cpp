@@ -21,14 +21,27 @@ std::string read_kernel_file(const Library& library, const KernelEntry& kernel) 
 
 }  // namespace
 
-CpuBackend::CpuBackend(bool detectors, SourceProvider sources)
-    : detectors_(detectors), sources_(sources ? std::move(sources) : SourceProvider(read_kernel_file)) {}
+CpuBackend::CpuBackend(bool detectors, SourceProvider sources, DeviceCapabilities capabilities)
+    : detectors_(detectors), sources_(sources ? std::move(sources) : SourceProvider(read_kernel_file)),
+      capabilities_(capabilities) {}
 
 std::shared_ptr<const cpu::Module> CpuBackend::module(const Library& library, const KernelEntry& kernel,
                                                       RunStats& stats) {
   const std::string key = kernel.file + "#" + kernel.hash;
   std::lock_guard lock(mutex_);
   if (auto it = modules_.find(key); it != modules_.end()) return it->second;
+  // Checked once per kernel, when it is compiled: a device without what the
+  // kernel requires could not compile it either.
+  if (!capabilities_.satisfies(kernel.requirements))
+    throw std::invalid_argument("cpu backend: " + kernel.name + " requires Metal " +
+                                std::string(to_string(kernel.requirements.metal)) + ", GPU family " +
+                                std::string(to_string(kernel.requirements.gpu_family)) +
+                                (kernel.requirements.tensor_ops ? " and TensorOps" : "") +
+                                ", more than this backend reports (Metal " +
+                                std::string(to_string(capabilities_.metal)) + ", GPU family " +
+                                std::string(to_string(capabilities_.gpu_family)) +
+                                (capabilities_.tensor_ops ? ", TensorOps" : ", no TensorOps") +
+                                "); select with library.select(query, backend.capabilities())");
   cpu::CompileOptions options;
   options.instrument = detectors_;
   cpu::CompileStats compile;

@@ -209,6 +209,24 @@ void parse_mods(const Field& m, KernelEntry& e) {
   }
 }
 
+// "requires": what the kernel needs of the device (DESIGN.md section 15):
+// {"metal": "3.1", "gpu_family": "apple7", "tensor_ops": false}. Absent in
+// manifests written before TensorOps kernels existed: the baseline
+// (KernelRequirements{}), which every such kernel needs.
+KernelRequirements parse_requirements(const Field& r) {
+  KernelRequirements requirements;
+  requirements.metal = r.at("metal").one_of(kMetalVersionNames);
+  requirements.gpu_family = r.at("gpu_family").one_of(kGpuFamilyNames);
+  requirements.tensor_ops = r.at("tensor_ops").boolean();
+  if (requirements.tensor_ops && requirements.metal < MetalVersion::v4_0)
+    r.at("metal").fail("\"4.0\" (TensorOps, MetalPerformancePrimitives, need Metal 4)");
+  for (const auto& [key, value] : r.value.items())
+    if (key != "metal" && key != "gpu_family" && key != "tensor_ops")
+      r.fail("only \"metal\", \"gpu_family\" and \"tensor_ops\" (a requirement this runtime does not know: "
+             "regenerate the kernels with a matching mfagen)");
+  return requirements;
+}
+
 KernelEntry parse_kernel(const Field& k) {
   KernelEntry e;
   e.name = k.at("name").string();
@@ -217,6 +235,7 @@ KernelEntry parse_kernel(const Field& k) {
   if (e.file.empty() || std::filesystem::path(e.file).is_absolute() || e.file.find("..") != std::string::npos)
     k.at("file").fail("a file name relative to the manifest's folder");
   e.hash = k.at("hash").string();
+  if (k.has("requires")) e.requirements = parse_requirements(k.at("requires"));
 
   const Field spec = k.at("spec");
   e.kind = spec.at("kind").one_of(kKinds);
@@ -254,6 +273,7 @@ KernelEntry parse_kernel(const Field& k) {
   if (k.has("mods")) parse_mods(k.at("mods"), e);
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
+  info.tensor_ops = e.requirements.tensor_ops;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");
 
   const Field dispatch = k.at("dispatch");

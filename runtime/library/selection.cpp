@@ -1,10 +1,12 @@
 // Library::find / select: the selection rule of library.h. find() is the hot
 // path: one hash probe on the exact-match facts of the call, then the first
 // fitting kernel of a short list presorted by preference; integer
-// comparisons only, no allocation, no locks. A miss is reported to the call
-// trace (mfagen/call_trace.h) with its reason when the trace is on.
+// comparisons only (the device's capabilities against each candidate's
+// requirements among them), no allocation, no locks. A miss is reported to
+// the call trace (mfagen/call_trace.h) with its reason when the trace is on.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "mfagen/call_trace.h"
 #include "mfagen/library.h"
@@ -14,13 +16,15 @@ namespace {
 
 // How specific a kernel is; higher wins among the kernels that fit a call.
 // A kernel only fits a call its restrictions allow (decode: seq_q <= 16; no
-// gqa: heads_q == heads_kv; no lse: lse not needed), so for the kernels that
-// fit, this static score is the rule of library.h.
+// gqa: heads_q == heads_kv; no lse: lse not needed; TensorOps: a device that
+// supports them), so for the kernels that fit, this static score is the rule
+// of library.h.
 int preference(const KernelEntry& k) {
   int score = 0;
-  if (k.kind == KernelKind::decode) score += 4;  // only fits seq_q <= 16
-  if (!k.info.gqa) score += 2;                     // fits only heads_q == heads_kv: no group division
-  if (!k.info.lse) score += 1;                     // writes less
+  if (k.kind == KernelKind::decode) score += 8;  // only fits seq_q <= 16
+  if (!k.info.gqa) score += 4;                     // fits only heads_q == heads_kv: no group division
+  if (!k.info.lse) score += 2;                     // writes less
+  if (k.requirements.tensor_ops) score += 1;       // matmul2d on the matrix units of the devices it is for
   return score;
 }
 
@@ -68,6 +72,36 @@ int distance(const KernelEntry& k, const AttentionQuery& q) {
          2 * ((k.kind == KernelKind::backward) != (q.kind == KernelKind::backward));
 }
 
+// Whether a kernel of the query's slot (its exact key matches) fits the
+// query, capabilities aside.
+bool fits_restrictions(const KernelEntry& k, const AttentionQuery& q) {
+  return (k.kind != KernelKind::decode || q.shape.seq_q <= kMaxDecodeQueries) &&
+         (k.info.gqa || q.shape.heads_q == q.shape.heads_kv) && (k.info.lse || !q.need_lse) &&
+         k.info.mods_id == q.mods_id;
+}
+
+std::string describe(const KernelRequirements& r) {
+  return "Metal " + std::string(to_string(r.metal)) + ", GPU family " + std::string(to_string(r.gpu_family)) +
+         (r.tensor_ops ? " and TensorOps" : "");
+}
+
+std::string describe(const DeviceCapabilities& d) {
+  return "Metal " + std::string(to_string(d.metal)) + ", GPU family " + std::string(to_string(d.gpu_family)) +
+         (d.tensor_ops ? " and TensorOps" : ", no TensorOps");
+}
+
+// What of `r` the device lacks, e.g. "TensorOps" or "GPU family apple10 and TensorOps".
+std::string lacking(const KernelRequirements& r, const DeviceCapabilities& d) {
+  std::vector<std::string> parts;
+  if (d.metal < r.metal) parts.push_back("Metal " + std::string(to_string(r.metal)));
+  if (d.gpu_family < r.gpu_family) parts.push_back("GPU family " + std::string(to_string(r.gpu_family)));
+  if (r.tensor_ops && !d.tensor_ops) parts.push_back("TensorOps");
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return text;
+}
+
 std::string hex_id(uint64_t id) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s(16, '0');
@@ -92,6 +126,7 @@ std::string describe(const KernelEntry& k) {
   if (i.dropout) d += ", dropout";
   if (i.mods_id) d += ", score_mod/mask_mod " + hex_id(i.mods_id);
   if (!i.lse) d += ", no lse";
+  if (k.requirements != KernelRequirements{}) d += ", requires " + describe(k.requirements);
   return d + ")";
 }
 
@@ -130,7 +165,7 @@ void Library::build_index() {
   candidates_.clear();
   for (uint32_t i : order) {
     const KernelEntry& k = kernels_[i];
-    candidates_.push_back({i, k.kind == KernelKind::decode, !k.info.gqa, !k.info.lse, k.info.mods_id});
+    candidates_.push_back({i, k.kind == KernelKind::decode, !k.info.gqa, !k.info.lse, k.requirements, k.info.mods_id});
   }
   size_t groups = 0;
   for (size_t i = 0; i < order.size(); ++i) groups += i == 0 || keys[order[i]] != keys[order[i - 1]];
@@ -165,27 +200,30 @@ inline const Library::Slot* Library::slot_for(uint64_t key) const noexcept {
   }
 }
 
-inline const KernelEntry* Library::find_in_index(const AttentionQuery& query) const noexcept {
+inline const KernelEntry* Library::find_in_index(const AttentionQuery& query,
+                                                  const DeviceCapabilities& device) const noexcept {
   const Slot* slot = slot_for(exact_key(query));
   if (!slot) return nullptr;
   // The key holds every exact-match fact; what is left are the restrictions
-  // of the more specific kernels, checked most specific first.
+  // of the more specific kernels, checked most specific first, and what each
+  // kernel needs of the device (a TensorOps kernel is skipped on a device
+  // without them, and the next, its simdgroup_matrix twin, serves the call).
   const bool few_queries = query.shape.seq_q <= kMaxDecodeQueries;
   const bool same_heads = query.shape.heads_q == query.shape.heads_kv;
   for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c)
     if ((!c->decode || few_queries) && (!c->no_gqa || same_heads) && (!c->no_lse || !query.need_lse) &&
-        c->mods_id == query.mods_id)
+        c->mods_id == query.mods_id && device.satisfies(c->requirements))
       return &kernels_[c->kernel];
   return nullptr;
 }
 
-const KernelEntry* Library::find(const AttentionQuery& query) const noexcept {
-  if (const KernelEntry* kernel = find_in_index(query)) return kernel;
-  if (call_trace_enabled()) trace_miss(query, miss_reason(query));  // only misses pay for the reason
+const KernelEntry* Library::find(const AttentionQuery& query, const DeviceCapabilities& device) const noexcept {
+  if (const KernelEntry* kernel = find_in_index(query, device)) return kernel;
+  if (call_trace_enabled()) trace_miss(query, miss_reason(query, device));  // only misses pay for the reason
   return nullptr;
 }
 
-MissReason Library::miss_reason(const AttentionQuery& query) const noexcept {
+MissReason Library::miss_reason(const AttentionQuery& query, const DeviceCapabilities& device) const noexcept {
   const uint64_t key = exact_key(query);
   auto known = [&](const PartialKey& p) {
     return key != kNoKey && std::binary_search(partial_keys_.begin(), partial_keys_.end(), p.of(key));
@@ -198,8 +236,8 @@ MissReason Library::miss_reason(const AttentionQuery& query) const noexcept {
   if (!slot) return MissReason::features;
   // Every kernel of the slot fails a restriction: report the first failed
   // restriction of the kernel that fails the fewest (the closest one).
-  constexpr unsigned kDecode = 1, kGqa = 2, kLse = 4;
-  unsigned closest = kDecode | kGqa | kLse;
+  constexpr unsigned kDecode = 1, kGqa = 2, kLse = 4, kDevice = 8;
+  unsigned closest = kDecode | kGqa | kLse | kDevice;
   bool same_mods = false;
   for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c)
     same_mods = same_mods || c->mods_id == query.mods_id;
@@ -208,14 +246,33 @@ MissReason Library::miss_reason(const AttentionQuery& query) const noexcept {
     if (c->mods_id != query.mods_id) continue;
     const unsigned failed = (c->decode && query.shape.seq_q > kMaxDecodeQueries ? kDecode : 0) |
                             (c->no_gqa && query.shape.heads_q != query.shape.heads_kv ? kGqa : 0) |
-                            (c->no_lse && query.need_lse ? kLse : 0);
+                            (c->no_lse && query.need_lse ? kLse : 0) |
+                            (!device.satisfies(c->requirements) ? kDevice : 0);
     if (__builtin_popcount(failed) < __builtin_popcount(closest)) closest = failed;
   }
-  return closest & kDecode ? MissReason::decode_only : closest & kGqa ? MissReason::needs_gqa : MissReason::needs_lse;
+  return closest & kDecode ? MissReason::decode_only
+         : closest & kGqa  ? MissReason::needs_gqa
+         : closest & kLse  ? MissReason::needs_lse
+                           : MissReason::device_capabilities;
 }
 
-const KernelEntry& Library::select(const AttentionQuery& query) const {
-  if (const KernelEntry* k = find(query)) return *k;
+const KernelEntry& Library::select(const AttentionQuery& query, const DeviceCapabilities& device) const {
+  if (const KernelEntry* k = find(query, device)) return *k;
+  // Kernels that fit the call but need more than the device offers: say
+  // which, what they require and what the device lacks.
+  if (const Slot* slot = slot_for(exact_key(query))) {
+    std::string refused;
+    for (const Candidate* c = &candidates_[slot->begin], *end = c + slot->count; c != end; ++c) {
+      const KernelEntry& k = kernels_[c->kernel];
+      if (fits_restrictions(k, query))
+        refused += "\n  " + k.name + " requires " + describe(k.requirements) + "; the device lacks " +
+                   lacking(k.requirements, device);
+    }
+    if (!refused.empty())
+      throw SelectionError("no kernel for " + describe(query) + " on a device with " + describe(device) +
+                           ": the kernels that fit need more of the device (a backend's capabilities() says what it "
+                           "offers):" + refused);
+  }
   std::vector<const KernelEntry*> closest;
   for (const KernelEntry& k : kernels_) closest.push_back(&k);
   std::stable_sort(closest.begin(), closest.end(), [&](const KernelEntry* a, const KernelEntry* b) {
@@ -249,6 +306,8 @@ std::string_view to_string(MissReason r) {
     case MissReason::decode_only: return "only decode kernels, and seq_q > 16";
     case MissReason::needs_gqa: return "only kernels without gqa, and heads_q != heads_kv";
     case MissReason::needs_lse: return "only kernels without lse, and the call needs lse";
+    case MissReason::device_capabilities:
+      return "only kernels that require what the device lacks (TensorOps, GPU family or Metal version)";
   }
   return "unknown";
 }

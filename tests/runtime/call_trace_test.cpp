@@ -315,6 +315,35 @@ TEST_F(CallTrace, FindAndLaunchPlanAllocateNothingPerCallWithTracingOn) {
   EXPECT_EQ(s.untracked, 0u);
 }
 
+// Selection with a device's capabilities is the same hot path: a TensorOps
+// kernel taken, skipped for its simdgroup_matrix twin, or refused (a miss
+// counted as device_capabilities) without allocating.
+TEST_F(CallTrace, FindWithDeviceCapabilitiesAllocatesNothingPerCall) {
+  const Library lib = Library::load_from_memory(test::manifest_for(R"({"kernels": [
+    {"dtype": "float16", "head_dim": 64, "target": ["apple10", "apple9"]},
+    {"dtype": "float32", "head_dim": 32, "target": "apple10"}]})"));
+  const AttentionQuery twins = query(ElementType::float16, 64, CausalMode::none, {1, 8, 2, 100, 200});
+  const AttentionQuery only_tensor_ops = query(ElementType::float32, 32, CausalMode::none, {1, 8, 2, 100, 200});
+  const DeviceCapabilities m5 = CpuBackend().capabilities(), without = CpuBackend::kNoTensorOps;
+  ASSERT_TRUE(lib.find(twins, m5)->requirements.tensor_ops);
+  ASSERT_FALSE(lib.find(twins, without)->requirements.tensor_ops);
+  lib.find(only_tensor_ops, without);  // this thread's first traced miss allocates its table
+  reset_call_statistics();
+  const uint64_t before = t_allocations;
+  uint64_t found = 0;
+  for (int i = 0; i < 1000; ++i)
+    for (const DeviceCapabilities& device : {m5, without})
+      for (const AttentionQuery& q : {twins, only_tensor_ops}) found += lib.find(q, device) != nullptr;
+  EXPECT_EQ(t_allocations - before, 0u);
+  EXPECT_EQ(found, 3000u);
+  const CallStatistics s = call_statistics();
+  EXPECT_EQ(s.misses(), 1000u);
+  const CallCount* miss = find_miss(s, MissReason::device_capabilities);
+  ASSERT_NE(miss, nullptr);
+  EXPECT_EQ(miss->calls, 1000u);
+  EXPECT_THAT(format_call_statistics(s), HasSubstr(std::string(to_string(MissReason::device_capabilities))));
+}
+
 TEST_F(CallTrace, CpuBackendRunsAreCounted) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("mfagen_call_trace_" + std::to_string(::getpid()));

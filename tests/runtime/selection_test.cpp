@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
 #include "generated_manifest.h"
@@ -105,7 +106,7 @@ TEST(Selection, UncoveredCallsSayWhatWasAskedAndWhatIsClosest) {
 
 // The rule of library.h written as a plain scan: every fitting kernel scored,
 // the highest first, ties to manifest order. find() (a hash index) must agree.
-const KernelEntry* reference_find(const Library& library, const AttentionQuery& q) {
+const KernelEntry* reference_find(const Library& library, const AttentionQuery& q, const DeviceCapabilities& device) {
   const KernelEntry* best = nullptr;
   int best_score = -1;
   for (const KernelEntry& k : library.kernels()) {
@@ -118,7 +119,9 @@ const KernelEntry* reference_find(const Library& library, const AttentionQuery& 
         i.alibi != q.alibi || i.sinks != q.sinks || i.varlen != q.varlen || i.paged != q.paged ||
         i.kv_format != q.kv_format || (!i.gqa && q.shape.heads_q != q.shape.heads_kv) || (!i.lse && q.need_lse))
       continue;
-    const int score = 4 * (k.kind == KernelKind::decode) + 2 * !i.gqa + (!i.lse && !q.need_lse);
+    const KernelRequirements& r = k.requirements;
+    if (device.metal < r.metal || device.gpu_family < r.gpu_family || (r.tensor_ops && !device.tensor_ops)) continue;
+    const int score = 8 * (k.kind == KernelKind::decode) + 4 * !i.gqa + 2 * (!i.lse && !q.need_lse) + r.tensor_ops;
     if (score > best_score) best = &k, best_score = score;
   }
   return best;
@@ -126,7 +129,8 @@ const KernelEntry* reference_find(const Library& library, const AttentionQuery& 
 
 TEST(Selection, HashIndexAgreesWithTheRuleOnALargeOverlappingSet) {
   // 2 x 3 x 3 x 2 x 2 x 2 forward/decode kernels, plus duplicates (manifest
-  // order decides) and backward kernels: 170 kernels.
+  // order decides), backward kernels and TensorOps kernels (forward kernels of
+  // target apple10) with and without their simdgroup_matrix twins: 339 kernels.
   const Library library = Library::load_from_memory(test::manifest_for(R"({"kernels": [
     {"kind": ["forward", "decode"], "dtype": ["float16", "float32"], "head_dim": [64, 96, 128],
      "causal": ["none", "top_left", "bottom_right"], "gqa": [true, false], "lse": [true, false], "window": [false, true]},
@@ -137,11 +141,21 @@ TEST(Selection, HashIndexAgreesWithTheRuleOnALargeOverlappingSet) {
     {"kind": ["forward", "backward"], "dtype": "float16", "head_dim": 64, "layout": "varlen"},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": "paged"},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": ["dense", "paged"],
-     "kv_dtype": ["q8_0", "fp8_e4m3"]}]})"));
-  ASSERT_GT(library.kernels().size(), 150u);
+     "kv_dtype": ["q8_0", "fp8_e4m3"]},
+    {"kind": ["forward", "decode", "backward"], "dtype": ["float16", "float32"], "head_dim": [64, 96],
+     "causal": "top_left", "target": "apple10"},
+    {"dtype": "float32", "head_dim": 80, "causal": ["none", "top_left"], "lse": false, "target": ["apple9", "apple10"]},
+    {"dtype": "float16", "head_dim": 96, "causal": ["none", "bottom_right"], "window": true, "target": "apple10"},
+    {"dtype": ["float16", "float32"], "head_dim": [64, 128], "causal": ["none", "bottom_right"], "target": "apple10"}]})"));
+  ASSERT_EQ(library.kernels().size(), 339u);
   std::mt19937_64 rng(3);
   auto pick = [&](std::initializer_list<uint64_t> v) { return *(v.begin() + rng() % v.size()); };
-  int found = 0, missing = 0;
+  // Devices: the M5 cpu backend, an M5 without TensorOps (macOS 15), an M4 on macOS 26, the baseline.
+  const std::array<DeviceCapabilities, 4> devices = {DeviceCapabilities::all(),
+                                                     DeviceCapabilities{MetalVersion::v3_2, GpuFamily::apple10, false},
+                                                     DeviceCapabilities{MetalVersion::v4_0, GpuFamily::apple9, true},
+                                                     DeviceCapabilities{}};
+  int found = 0, missing = 0, tensor_ops = 0, fallbacks = 0;
   for (int i = 0; i < 20000; ++i) {
     AttentionQuery q;
     q.kind = pick({0, 0, 0, 2}) == 2 ? KernelKind::backward : KernelKind::forward;
@@ -159,12 +173,18 @@ TEST(Selection, HashIndexAgreesWithTheRuleOnALargeOverlappingSet) {
     q.need_lse = rng() % 2;
     const uint64_t hkv = pick({1, 8});
     q.shape = {1, hkv * pick({1, 1, 4}), hkv, pick({1, 15, 16, 17, 4096}), 4096};
-    const KernelEntry* expected = reference_find(library, q);
-    ASSERT_EQ(library.find(q), expected) << "query " << i;
+    const DeviceCapabilities& device = devices[rng() % devices.size()];
+    const KernelEntry* expected = reference_find(library, q, device);
+    ASSERT_EQ(library.find(q, device), expected) << "query " << i;
     (expected ? found : missing)++;
+    tensor_ops += expected && expected->requirements.tensor_ops;
+    const KernelEntry* best = reference_find(library, q, DeviceCapabilities::all());
+    fallbacks += expected && best && best != expected && best->requirements.tensor_ops;
   }
   EXPECT_GT(found, 4500);  // both outcomes are common, so both are compared often
   EXPECT_GT(missing, 1000);
+  EXPECT_GT(tensor_ops, 40);  // TensorOps kernels taken, and their twins taken instead on other devices
+  EXPECT_GT(fallbacks, 100);
 }
 
 TEST(Selection, DuplicatesGoToManifestOrderAndEmptyLibrariesFindNothing) {

@@ -30,7 +30,8 @@ int main() {
   query.head_dim = query.head_dim_v = 128;
   query.causal = mfagen::CausalMode::bottom_right;
   query.shape = {1, 32, 8, 1, 4096};
-  const mfagen::KernelEntry& kernel = library.select(query);  // the decode kernel
+  // The decode kernel; capabilities(): what this GPU offers (TensorOps kernels only where supported).
+  const mfagen::KernelEntry& kernel = library.select(query, backend.capabilities());
   mfagen::ForwardCall call;
   call.shape = query.shape;
   call.strides = mfagen::contiguous_bhsd(call.shape, 128, 128);

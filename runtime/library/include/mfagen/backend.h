@@ -29,6 +29,12 @@ class Backend {
   // Apple GPU). Otherwise they time an emulation on the CPU (the cpu backend,
   // the Metal backend on the metal-cpp stand-in) and must be labeled so.
   virtual bool measures_gpu_time() const { return false; }
+  // What the device offers kernels (Metal version, Apple GPU family,
+  // TensorOps), for selection: library.select(query, backend.capabilities())
+  // picks only kernels whose manifest "requires" it satisfies, TensorOps
+  // kernels first where supported. Computed once per backend; calling it
+  // allocates nothing. Default: the baseline (no TensorOps).
+  virtual DeviceCapabilities capabilities() const { return {}; }
   // Runs every launch of `plan` (made for `kernel` of `library`) in order.
   // `tensors` holds every non-scratch buffer except params; the backend
   // allocates scratch buffers and binds the params bytes.

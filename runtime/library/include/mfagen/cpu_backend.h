@@ -19,8 +19,18 @@ class CpuBackend final : public Backend {
   // Returns the MSL of a kernel file; default: read it from the library's directory.
   using SourceProvider = std::function<std::string(const Library&, const KernelEntry&)>;
 
-  explicit CpuBackend(bool detectors = true, SourceProvider sources = {});
+  // What the cpu backend reports by default: everything a manifest can
+  // require, TensorOps included (it runs matmul2d through its Metal
+  // stand-in). Pass other capabilities, e.g. kNoTensorOps, to make selection
+  // fall back as on a device without them; run() then refuses kernels they
+  // do not satisfy, as such a device would.
+  static constexpr DeviceCapabilities kEmulatedCapabilities = DeviceCapabilities::all();
+  static constexpr DeviceCapabilities kNoTensorOps{MetalVersion::v3_2, GpuFamily::apple10, false};
+
+  explicit CpuBackend(bool detectors = true, SourceProvider sources = {},
+                      DeviceCapabilities capabilities = kEmulatedCapabilities);
   std::string_view name() const override { return "cpu"; }
+  DeviceCapabilities capabilities() const override { return capabilities_; }
   using Backend::run;  // the LaunchPlan overload
   RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
                const TensorMap& tensors) override;
@@ -30,6 +40,7 @@ class CpuBackend final : public Backend {
 
   bool detectors_;
   SourceProvider sources_;
+  DeviceCapabilities capabilities_;
   std::mutex mutex_;  // guards modules_ (compiling is not the hot path)
   std::unordered_map<std::string, std::shared_ptr<const cpu::Module>> modules_;  // by file + hash
 };

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mfagen/device_capabilities.h"
 #include "mfagen/forward_dispatch.h"
 #include "mfagen/launch_plan.h"
 
@@ -52,6 +53,9 @@ struct KernelEntry {
   CausalMode causal = CausalMode::none;
   ForwardKernelInfo info;  // head dims, tiles, features, entry points
   uint32_t params_bytes = 0;
+  // What the kernel needs of the device (manifest "requires"): selection
+  // serves a call with it only on devices whose capabilities satisfy it.
+  KernelRequirements requirements;
 };
 
 // What a call needs: the selection key. Features absent from the call must be
@@ -88,6 +92,7 @@ enum class MissReason : uint8_t {
   decode_only,            // every fitting kernel is a decode kernel and seq_q > 16
   needs_gqa,              // every fitting kernel lacks gqa and heads_q != heads_kv
   needs_lse,              // every fitting kernel lacks lse and the call needs it
+  device_capabilities,    // every fitting kernel requires what the device lacks (TensorOps, GPU family, Metal version)
 };
 
 class SelectionError : public std::runtime_error {
@@ -110,20 +115,33 @@ class Library {
   const std::vector<KernelEntry>& kernels() const { return kernels_; }
   const std::filesystem::path& directory() const { return directory_; }
 
-  // The most specific kernel for the query (rule below), or nullptr. No
-  // allocation, no locks: a hash lookup on the exact-match facts, then the
-  // first fitting kernel of a list sorted by the preference below (so the
-  // cost does not grow with the number of kernels). Rule: every compile-time fact must match (dtype, head dims,
-  // causal mode, mask kind, window, softcap, alibi, sinks, layout, kv cache, score_mod/mask_mod id; gqa unless heads_q ==
-  // heads_kv; lse when needed; decode kernels only for seq_q <= 16; backward
-  // only for backward queries). Among the matches: a decode kernel for
-  // seq_q <= 16, then a kernel without gqa when heads_q == heads_kv, then
-  // one without lse when the call does not need it; ties go to manifest order.
+  // The most specific kernel for the query that the device can run (rule
+  // below), or nullptr. No allocation, no locks: a hash lookup on the
+  // exact-match facts, then the first fitting kernel of a list sorted by the
+  // preference below (so the cost does not grow with the number of kernels).
+  // Rule: every compile-time fact must match (dtype, head dims, causal mode,
+  // mask kind, window, softcap, alibi, sinks, layout, kv cache,
+  // score_mod/mask_mod id; gqa unless heads_q == heads_kv; lse when needed;
+  // decode kernels only for seq_q <= 16; backward only for backward queries)
+  // and `device` must satisfy the kernel's requirements (Metal version, GPU
+  // family, TensorOps). Among the matches: a decode kernel for seq_q <= 16,
+  // then a kernel without gqa when heads_q == heads_kv, then one without lse
+  // when the call does not need it, then a TensorOps kernel; ties go to
+  // manifest order. So a spec generated for ["apple10", "apple9"] gives its
+  // TensorOps kernel to devices that support TensorOps and falls back to the
+  // simdgroup_matrix kernel on the others, in the same call.
   // With the call trace on (mfagen/call_trace.h) a miss is counted with its
   // MissReason, still without allocation or locks.
-  const KernelEntry* find(const AttentionQuery& query) const noexcept;
-  // find(), or SelectionError saying what was asked and which kernels are closest.
-  const KernelEntry& select(const AttentionQuery& query) const;
+  const KernelEntry* find(const AttentionQuery& query, const DeviceCapabilities& device) const noexcept;
+  // find(), or SelectionError saying what was asked and which kernels are
+  // closest; when kernels fit but need more than `device` offers, it names
+  // them, what they require and what the device lacks.
+  const KernelEntry& select(const AttentionQuery& query, const DeviceCapabilities& device) const;
+  // For a device with the baseline capabilities (DeviceCapabilities{}: Metal
+  // 3.1, Apple7, no TensorOps): never a TensorOps kernel. Pass
+  // backend.capabilities() to let TensorOps kernels serve the call.
+  const KernelEntry* find(const AttentionQuery& query) const noexcept { return find(query, DeviceCapabilities{}); }
+  const KernelEntry& select(const AttentionQuery& query) const { return select(query, DeviceCapabilities{}); }
 
   // The dispatch plan of `kernel` for one call (runtime/dispatch).
   static DispatchPlan plan(const KernelEntry& kernel, const ForwardCall& call) {
@@ -147,12 +165,14 @@ class Library {
   struct Candidate {
     uint32_t kernel = 0;                                 // index into kernels_
     bool decode = false, no_gqa = false, no_lse = false;  // seq_q <= 16; heads_q == heads_kv; lse not needed
+    KernelRequirements requirements;                      // the device must satisfy them
     uint64_t mods_id = 0;                                 // must equal the query's
   };
   void build_index();
   const Slot* slot_for(uint64_t key) const noexcept;  // nullptr: no kernel has this exact key
-  const KernelEntry* find_in_index(const AttentionQuery& query) const noexcept;
-  MissReason miss_reason(const AttentionQuery& query) const noexcept;  // for a query find_in_index() misses
+  const KernelEntry* find_in_index(const AttentionQuery& query, const DeviceCapabilities& device) const noexcept;
+  // For a query find_in_index() misses on `device`.
+  MissReason miss_reason(const AttentionQuery& query, const DeviceCapabilities& device) const noexcept;
 
   std::vector<KernelEntry> kernels_;
   std::filesystem::path directory_;
