@@ -50,6 +50,11 @@ const std::vector<ChipField>& chip_fields() {
       {"barrier_cycles", &Chip::barrier_cycles, "cycles per threadgroup_barrier per simdgroup"},
       {"simd_shuffle_cycles", &Chip::simd_shuffle_cycles, "cycles per simd shuffle/broadcast"},
       {"simd_reduce_cycles", &Chip::simd_reduce_cycles, "cycles per simd reduction"},
+      {"tensor_flops_per_core_per_cycle_f16", &Chip::tensor_flops_per_core_per_cycle_f16,
+       "Neural Accelerator matmul2d FLOPs per core per cycle, half/bfloat operands (only chips that have them)", true},
+      {"tensor_flops_per_core_per_cycle_i8", &Chip::tensor_flops_per_core_per_cycle_i8,
+       "Neural Accelerator matmul2d operations per core per cycle, 8-bit integer operands (only chips that have them)",
+       true},
   };
   return fields;
 }
@@ -140,10 +145,22 @@ Chip parse_chip(std::string_view json_text, std::string_view file_name) {
   if (doc.contains("notes")) chip.notes = required_string(doc, file_name, "notes", false);
 
   std::set<std::string_view> known = {"name", "family", "notes"};
+  const ChipField* optional_present = nullptr;
+  const ChipField* optional_missing = nullptr;
   for (const ChipField& f : chip_fields()) {
-    parse_field(doc, file_name, f, chip);
     known.insert(f.name);
+    if (f.optional && !doc.contains(f.name)) {
+      optional_missing = &f;
+      continue;
+    }
+    if (f.optional) optional_present = &f;
+    parse_field(doc, file_name, f, chip);
   }
+  // The tensor_* group describes one unit: a chip has Neural Accelerators (all of them) or not (none).
+  if (optional_present && optional_missing)
+    fail(file_name, fmt::format("/{}", optional_missing->name),
+         fmt::format("missing; a table with {} (Neural Accelerators) needs every tensor_* field",
+                     optional_present->name));
   for (const auto& [key, _] : doc.items()) {
     if (!known.count(key)) fail(file_name, "/" + key, "unknown field (a typo?)");
   }

@@ -52,9 +52,16 @@ struct Chip {
   double barrier_cycles = 0;                  // per threadgroup_barrier per simdgroup
   double simd_shuffle_cycles = 0;
   double simd_reduce_cycles = 0;
+  // Neural Accelerators (Metal 4 TensorOps, the "tensor pipe"): matmul2d
+  // multiply-add throughput per GPU core per cycle, 2 per multiply-add. Only
+  // chips with accelerators (M5, apple10) have these fields; 0 elsewhere,
+  // where matmul2d runs on the shader ALUs like simdgroup_matrix MMAs.
+  double tensor_flops_per_core_per_cycle_f16 = 0;  // half or bfloat operands
+  double tensor_flops_per_core_per_cycle_i8 = 0;   // 8-bit integer operands (integer operations)
 
-  std::map<std::string, Citation, std::less<>> citations;  // by field name; every field has one
+  std::map<std::string, Citation, std::less<>> citations;  // by field name; every field present has one
 
+  bool has_neural_accelerators() const { return tensor_flops_per_core_per_cycle_f16 > 0; }
   const Citation& citation(std::string_view field) const;  // throws std::out_of_range
 };
 
@@ -63,6 +70,9 @@ struct ChipField {
   std::string_view name;
   double Chip::*member;
   std::string_view meaning;
+  // Optional fields are the Neural Accelerator group (tensor_*): a table has
+  // all of them or none. Absent, the member stays 0 and has no citation.
+  bool optional = false;
 };
 const std::vector<ChipField>& chip_fields();
 
@@ -75,7 +85,8 @@ const std::vector<Chip>& chips();
 const Chip& find_chip(std::string_view name);
 
 // Parses one table. Throws std::runtime_error naming the file, the JSON path
-// and what was expected (missing field, wrong type, value <= 0, no source).
+// and what was expected (missing field, wrong type, value <= 0, no source,
+// only some of the optional tensor_* fields).
 Chip parse_chip(std::string_view json_text, std::string_view file_name);
 
 }  // namespace mfagen::profile

@@ -22,6 +22,8 @@ std::string_view to_string(Bound b) {
       return "threadgroup memory";
     case Bound::latency:
       return "latency";
+    case Bound::tensor:
+      return "tensor (neural accelerator)";
   }
   return "unknown";
 }
@@ -30,15 +32,49 @@ double peak_fp32_flops(const Chip& c) { return c.gpu_cores * c.fp32_lanes_per_co
 
 double peak_flops(const Chip& c, bool half) { return peak_fp32_flops(c) * (half ? c.fp16_rate : 1.0); }
 
+double peak_tensor_flops(const Chip& c, Op op) {
+  const double per_cycle = op == Op::tensor_mma_f16  ? c.tensor_flops_per_core_per_cycle_f16
+                           : op == Op::tensor_mma_i8 ? c.tensor_flops_per_core_per_cycle_i8
+                                                     : 0;
+  return c.gpu_cores * per_cycle * c.clock_ghz * 1e9;
+}
+
 namespace {
 
+// FLOPs of one 8x8x8 block (an MMA or a matmul2d block): 512 multiply-adds.
+constexpr double kBlockFlops = 1024;
+
+// Issue slots a simdgroup spends per matmul2d block that runs on a Neural
+// Accelerator. Assumption (no public measurement): one, for moving the
+// block's operands and accumulators between the register file and the
+// accelerator. If the hardware takes larger fragments per instruction (MLX's
+// NAX kernels use 16x16 ones, 8 blocks), this overcharges: conservative.
+constexpr double kTensorIssueCycles = 1;
+
+// matmul2d blocks that run on the tensor pipe on this chip (half, bfloat and
+// integer operands on chips with Neural Accelerators); the others run on the
+// shader ALUs like simdgroup_matrix MMAs.
+bool on_tensor_pipe(const Chip& c, Op op) {
+  return c.has_neural_accelerators() && (op == Op::tensor_mma_f16 || op == Op::tensor_mma_i8);
+}
+
 // What one counted op costs a scheduler, in cycles: issue slots (MMAs
-// included), the MMA part of them, and complex-pipe occupancy. The switch has
-// no default so a new Op in profile_ops.h fails to compile (-Wswitch) until
-// it is costed here. Sources of each constant: docs/cost_model.md.
+// included), the MMA part of them, complex-pipe occupancy and tensor-pipe
+// occupancy. The switch has no default so a new Op in profile_ops.h fails to
+// compile (-Wswitch) until it is costed here. Sources of each constant:
+// docs/cost_model.md.
 struct OpCost {
-  double issue = 0, matrix = 0, pipe = 0;
+  double issue = 0, matrix = 0, pipe = 0, tensor = 0;
 };
+
+// A matmul2d block on the tensor pipe: the partition's accelerator does
+// `flops_per_core_per_cycle / schedulers_per_core` per cycle (one accelerator
+// share per compute partition, 128 multiply-adds each for half operands, the
+// A19 measurement), so a block occupies it 1024 * schedulers / flops cycles,
+// in the same scheduler-cycles as the other pipes.
+OpCost tensor_block(const Chip& c, double flops_per_core_per_cycle) {
+  return {kTensorIssueCycles, kTensorIssueCycles, 0, kBlockFlops * c.schedulers_per_core / flops_per_core_per_cycle};
+}
 
 OpCost op_cost(const Chip& c, Op op) {
   switch (op) {
@@ -129,6 +165,23 @@ OpCost op_cost(const Chip& c, Op op) {
     case Op::atomic_device:
     case Op::atomic_threadgroup:
       return {1, 0, 0};  // assumption: issue only; contention not modelled
+    // Metal 4 TensorOps (matmul2d), per 8x8x8 block of the simdgroup's share.
+    // With Neural Accelerators (M5): half/bfloat and integer operands on the
+    // tensor pipe. Without (M1..M4), and for a float32 operand everywhere
+    // (measured at the SIMD FP32 rate on the A19), the block runs on the
+    // shader ALUs and costs a simdgroup_matrix MMA of its operand type
+    // (assumption). Half and bfloat are one op, so a block costs the slower
+    // of the two MMAs (bfloat is emulated on M1/M2); integer blocks cost a
+    // half MMA (the A19 measurements imply the previous generation ran INT8
+    // matmul2d at about its FP16 rate).
+    case Op::tensor_mma_f16:
+      if (on_tensor_pipe(c, op)) return tensor_block(c, c.tensor_flops_per_core_per_cycle_f16);
+      return {std::max(c.mma_cycles_f16, c.mma_cycles_bf16), std::max(c.mma_cycles_f16, c.mma_cycles_bf16), 0};
+    case Op::tensor_mma_i8:
+      if (on_tensor_pipe(c, op)) return tensor_block(c, c.tensor_flops_per_core_per_cycle_i8);
+      return {c.mma_cycles_f16, c.mma_cycles_f16, 0};
+    case Op::tensor_mma_f32:
+      return {c.mma_cycles_f32, c.mma_cycles_f32, 0};
   }
   return {};
 }
@@ -154,6 +207,7 @@ ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops) {
     t.issue += ops[i] * cost.issue;
     t.matrix += ops[i] * cost.matrix;
     t.transcendental += ops[i] * cost.pipe;
+    t.tensor += ops[i] * cost.tensor;
   }
   return t;
 }
@@ -259,26 +313,38 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
 
   const double simdgroups = occ.simdgroups_per_core / occ.threadgroups_per_core;
   const double spc = seconds_per_cycle(c, occ);
-  std::vector<ThreadgroupRun> both, issue, matrix, pipe;
+  std::vector<ThreadgroupRun> both, issue, matrix_issue, matrix, pipe, tensor;
   uint64_t total = 0;
+  bool any_tensor = false;
   for (const ThreadgroupClass& k : classes) {
     const ThreadgroupCycles t = threadgroup_cycles(c, k.ops);
     const ThreadgroupCycles busiest = threadgroup_cycles(c, k.max_simdgroup_ops);
     const double i = with_busiest(t.issue, busiest.issue, simdgroups) * spc;
     const double m = with_busiest(t.matrix, busiest.matrix, simdgroups) * spc;
     const double x = with_busiest(t.transcendental, busiest.transcendental, simdgroups) * spc;
-    // The complex pipe runs beside the issue slots: a threadgroup takes the longer of the two.
-    both.push_back({k.threadgroups, std::max(i, x)});
+    // A simdgroup feeds its own partition's accelerator share, like its own
+    // scheduler: the busiest simdgroup bounds the tensor pipe too.
+    const double n = with_busiest(t.tensor, busiest.tensor, simdgroups) * spc;
+    // The complex pipe and the tensor pipe run beside the issue slots: a
+    // threadgroup takes the longest of the three.
+    both.push_back({k.threadgroups, std::max({i, x, n})});
     issue.push_back({k.threadgroups, i});
-    matrix.push_back({k.threadgroups, m});
+    matrix_issue.push_back({k.threadgroups, m});
+    matrix.push_back({k.threadgroups, std::max(m, n)});
     pipe.push_back({k.threadgroups, x});
+    tensor.push_back({k.threadgroups, n});
+    any_tensor = any_tensor || n > 0;
     total += k.threadgroups;
   }
   const uint64_t slots = static_cast<uint64_t>(c.gpu_cores) * occ.threadgroups_per_core;
   const double overlapped = dispatch_makespan(both, slots);
   p.compute_seconds = dispatch_makespan(issue, slots);
-  p.matrix_seconds = dispatch_makespan(matrix, slots);
+  const double matrix_issue_seconds = dispatch_makespan(matrix_issue, slots);
   p.transcendental_seconds = dispatch_makespan(pipe, slots);
+  // Without tensor-pipe work (every chip but M5, every kernel without
+  // matmul2d) the matrix work is the MMAs' issue cycles: skip two makespans.
+  p.tensor_seconds = any_tensor ? dispatch_makespan(tensor, slots) : 0;
+  p.matrix_seconds = any_tensor ? dispatch_makespan(matrix, slots) : matrix_issue_seconds;
   p.waves = static_cast<double>(total) / static_cast<double>(slots);
 
   // Compulsory bytes come from DRAM once; all requested bytes at least pass
@@ -290,7 +356,7 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
                                  (c.threadgroup_bandwidth_bytes_per_cycle_per_core * c.gpu_cores * c.clock_ghz * 1e9);
 
   // Roofline: the resources overlap perfectly, the slowest one sets the time.
-  const double on_cores = std::max({overlapped, p.compute_seconds, p.transcendental_seconds});
+  const double on_cores = std::max({overlapped, p.compute_seconds, p.transcendental_seconds, p.tensor_seconds});
   p.seconds = std::max({on_cores, p.device_memory_seconds, p.threadgroup_memory_seconds});
   if (p.seconds == 0) {
     p.bound = Bound::compute;
@@ -300,9 +366,11 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
     p.bound = Bound::threadgroup_memory;
   } else if (occ.latency_hiding < 0.5) {
     p.bound = Bound::latency;  // most of the core time would vanish with more resident simdgroups
+  } else if (p.tensor_seconds > p.compute_seconds && p.tensor_seconds >= p.transcendental_seconds) {
+    p.bound = Bound::tensor;  // the Neural Accelerators outlast the issue slots and the complex pipe
   } else if (p.transcendental_seconds > p.compute_seconds) {
     p.bound = Bound::transcendental;
-  } else if (2 * p.matrix_seconds >= p.compute_seconds) {
+  } else if (2 * matrix_issue_seconds >= p.compute_seconds) {
     p.bound = Bound::matrix;  // MMAs are most of the issue time
   } else {
     p.bound = Bound::compute;
@@ -310,10 +378,33 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   return p;
 }
 
+double peak_flops(const Chip& c, const KernelWork& work) {
+  double counted = 0, half_mma = 0, float_mma = 0, tensor_seconds = 0, on_tensor = 0;
+  for (const LaunchWork& l : work.launches) {
+    counted += counted_flops(l);
+    half_mma += l.op(Op::mma_f16_f32) + l.op(Op::mma_f16_f16) + l.op(Op::mma_bf16_f32) + l.op(Op::mma_bf16_bf16);
+    float_mma += l.op(Op::mma_f32_f32) + l.op(Op::tensor_mma_f32);
+    for (Op op : {Op::tensor_mma_f16, Op::tensor_mma_i8}) {
+      if (on_tensor_pipe(c, op)) {
+        on_tensor += kBlockFlops * l.op(op);
+        tensor_seconds += kBlockFlops * l.op(op) / peak_tensor_flops(c, op);
+      } else {
+        half_mma += l.op(op);  // on the shader ALUs as half MMAs
+      }
+    }
+  }
+  const double alu_roof = peak_flops(c, half_mma > float_mma);
+  if (on_tensor <= 0) return alu_roof;
+  // Two roofs side by side: the fastest this mix of work can go keeps the
+  // busier of the two saturated.
+  const double on_alu = std::max(0.0, counted - on_tensor);
+  return (on_tensor + on_alu) / std::max(tensor_seconds, on_alu / alu_roof);
+}
+
 Prediction predict(const Chip& chip, const KernelWork& work) {
   Prediction p;
   p.chip = chip.name;
-  double counted = 0, unique_bytes = 0, half_mma = 0, float_mma = 0, longest = -1;
+  double counted = 0, unique_bytes = 0, longest = -1;
   for (const LaunchWork& l : work.launches) {
     LaunchPrediction lp = predict_launch(chip, l);
     p.seconds += lp.seconds;
@@ -324,13 +415,11 @@ Prediction predict(const Chip& chip, const KernelWork& work) {
     p.launches.push_back(std::move(lp));
     counted += counted_flops(l);
     unique_bytes += static_cast<double>(l.device_bytes_unique);
-    half_mma += l.op(Op::mma_f16_f32) + l.op(Op::mma_f16_f16) + l.op(Op::mma_bf16_f32) + l.op(Op::mma_bf16_bf16);
-    float_mma += l.op(Op::mma_f32_f32);
   }
   if (p.seconds <= 0) return p;
   const double flops = work.useful_flops > 0 ? work.useful_flops : counted;
   p.tflops = flops / p.seconds / 1e12;
-  p.utilization = flops / p.seconds / peak_flops(chip, half_mma > float_mma);
+  p.utilization = flops / p.seconds / peak_flops(chip, work);
   p.bandwidth_gbs = unique_bytes / p.seconds / 1e9;
   p.bandwidth_utilization = p.bandwidth_gbs / chip.dram_bandwidth_gbs;
   return p;

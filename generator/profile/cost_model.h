@@ -1,8 +1,9 @@
 // The cost model of `mfagen profile` (DESIGN.md section 14, docs/cost_model.md):
 // counted work (kernel_work.h) on one chip (chip.h) -> a predicted time
-// (prediction.h). A roofline per launch: issue, transcendental pipe, DRAM /
-// cache and threadgroup memory bounds, with occupancy and the last wave's
-// tail from a simulated dispatch. Always a model, never a measurement.
+// (prediction.h). A roofline per launch: issue, transcendental pipe, tensor
+// pipe (Neural Accelerators, M5), DRAM / cache and threadgroup memory bounds,
+// with occupancy and the last wave's tail from a simulated dispatch. Always a
+// model, never a measurement.
 #pragma once
 
 #include <cstdint>
@@ -19,15 +20,24 @@ LaunchPrediction predict_launch(const Chip& chip, const LaunchWork& launch);
 
 // FLOP/s of FMAs on every lane of every core (2 FLOPs per FMA).
 double peak_fp32_flops(const Chip& chip);
-// The roof `utilization` is measured against: FP16 when `half` (x fp16_rate).
+// The shader ALUs' roof: FP16 when `half` (x fp16_rate).
 double peak_flops(const Chip& chip, bool half);
+// The Neural Accelerators' roof for matmul2d blocks of `op` (tensor_mma_f16
+// or tensor_mma_i8; integer operations for the latter); 0 on chips without them.
+double peak_tensor_flops(const Chip& chip, Op op);
+// The roof `utilization` is measured against: the shader ALUs' (FP16 when
+// most MMAs have half or bfloat operands), or, when some of the work runs on
+// the Neural Accelerators, the fastest rate at which the two roofs together
+// could run the kernel's counted FLOPs in the proportion it splits them.
+double peak_flops(const Chip& chip, const KernelWork& work);
 
 // Cycles one threadgroup keeps each resource busy, summed over its simdgroups
 // (one scheduler-cycle = one simdgroup instruction slot).
 struct ThreadgroupCycles {
   double issue = 0;           // every instruction's issue slots, MMAs included
-  double matrix = 0;          // the MMA part of `issue`
+  double matrix = 0;          // the MMA part of `issue` (matmul2d blocks included)
   double transcendental = 0;  // complex-pipe occupancy (exp2, rsqrt, divide, ...)
+  double tensor = 0;          // tensor-pipe occupancy (matmul2d blocks on Neural Accelerators)
 };
 ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops);
 

@@ -312,7 +312,7 @@ std::string prediction_tables(const std::vector<ProfiledKernel>& kernels) {
       "<th>bandwidth (GB/s)</th><th>bandwidth utilization</th><th>bound</th></tr>\n";
   std::string launches =
       "<table>\n<tr><th>kernel</th><th>chip</th><th>launch</th><th>time</th><th>compute</th><th>matrix</th>"
-      "<th>transcendental</th><th>device memory</th><th>threadgroup memory</th><th>bound</th>"
+      "<th>transcendental</th><th>tensor</th><th>device memory</th><th>threadgroup memory</th><th>bound</th>"
       "<th>threadgroups/core</th><th>simdgroups/core</th><th>latency hiding</th><th>waves</th></tr>\n";
   for (const ProfiledKernel& k : kernels)
     for (const Prediction& p : k.predictions) {
@@ -325,11 +325,12 @@ std::string prediction_tables(const std::vector<ProfiledKernel>& kernels) {
         launches += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
             "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-            "<td>{}</td><td class=\"num\">{} ({})</td><td class=\"num\">{:.1f}</td><td class=\"num\">{:.2f}</td>"
-            "<td class=\"num\">{:.2f}</td></tr>\n",
+            "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{} ({})</td><td class=\"num\">{:.1f}</td>"
+            "<td class=\"num\">{:.2f}</td><td class=\"num\">{:.2f}</td></tr>\n",
             escape(k.work.name), escape(p.chip), escape(l.kernel), escape(format_seconds(l.seconds)),
             escape(format_seconds(l.compute_seconds)), escape(format_seconds(l.matrix_seconds)),
-            escape(format_seconds(l.transcendental_seconds)), escape(format_seconds(l.device_memory_seconds)),
+            escape(format_seconds(l.transcendental_seconds)), escape(format_seconds(l.tensor_seconds)),
+            escape(format_seconds(l.device_memory_seconds)),
             escape(format_seconds(l.threadgroup_memory_seconds)), escape(to_string(l.bound)), l.threadgroups_per_core,
             escape(l.occupancy_limit.empty() ? "-" : l.occupancy_limit), l.simdgroups_per_core, l.latency_hiding, l.waves);
     }

@@ -61,8 +61,9 @@ struct KernelWork {
   std::vector<LaunchWork> launches;
 };
 
-// FLOPs the kernel executes as counted: 1024 per 8x8x8 MMA, 2 per fma, 1 per
-// add and mul (float and half).
+// FLOPs the kernel executes as counted: 1024 per 8x8x8 MMA or matmul2d block
+// (integer blocks count their 1024 operations), 2 per fma, 1 per add and mul
+// (float and half).
 double counted_flops(const LaunchWork& launch);
 
 }  // namespace mfagen::profile

@@ -9,7 +9,7 @@
 namespace mfagen::profile {
 
 // Which resource limits a launch (the largest of its time bounds).
-enum class Bound { compute, transcendental, matrix, device_memory, threadgroup_memory, latency };
+enum class Bound { compute, transcendental, matrix, device_memory, threadgroup_memory, latency, tensor };
 std::string_view to_string(Bound b);
 
 struct LaunchPrediction {
@@ -17,8 +17,10 @@ struct LaunchPrediction {
   double seconds = 0;  // predicted: the largest bound, with the last wave's tail
   // Each bound alone, in seconds for the whole launch.
   double compute_seconds = 0;             // ALU issue (FP32/FP16/integer/memory instructions), incl. tail
-  double matrix_seconds = 0;              // simdgroup_matrix MMAs on the FMA pipes, incl. tail
+  double matrix_seconds = 0;              // matrix work alone, incl. tail: simdgroup_matrix MMAs and matmul2d
+                                          // blocks on the FMA pipes, and matmul2d blocks on the tensor pipe
   double transcendental_seconds = 0;      // the transcendental pipe, incl. tail
+  double tensor_seconds = 0;              // the tensor pipe (Neural Accelerators, M5), incl. tail; 0 elsewhere
   double device_memory_seconds = 0;       // DRAM (compulsory bytes) and cache (requested bytes)
   double threadgroup_memory_seconds = 0;  // threadgroup memory bandwidth
   Bound bound = Bound::compute;
@@ -33,7 +35,7 @@ struct Prediction {
   std::string chip;  // display name, e.g. "M3 Max"
   double seconds = 0;
   double tflops = 0;          // useful FLOPs / seconds / 1e12
-  double utilization = 0;     // tflops / the chip's peak for the kernel's math (FP16 or FP32), 0..1
+  double utilization = 0;     // tflops / the chip's peak for the kernel's math (FP16, FP32, Neural Accelerators), 0..1
   double bandwidth_gbs = 0;   // compulsory device bytes / seconds / 1e9
   double bandwidth_utilization = 0;  // bandwidth_gbs / the chip's DRAM bandwidth
   Bound bound = Bound::compute;       // of the launch that takes longest

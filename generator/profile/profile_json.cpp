@@ -77,6 +77,7 @@ nlohmann::json prediction_json(const Prediction& p) {
                         {"compute_seconds", l.compute_seconds},
                         {"matrix_seconds", l.matrix_seconds},
                         {"transcendental_seconds", l.transcendental_seconds},
+                        {"tensor_seconds", l.tensor_seconds},
                         {"device_memory_seconds", l.device_memory_seconds},
                         {"threadgroup_memory_seconds", l.threadgroup_memory_seconds},
                         {"bound", std::string(to_string(l.bound))},
@@ -155,8 +156,11 @@ std::string launch_text(const LaunchWork& l) {
                                                                : fmt::format("{} B", l.threadgroup_memory_bytes),
                       l.registers_per_thread);
   const double requested = static_cast<double>(l.device_bytes_read + l.device_bytes_written);
-  std::vector<Row> rows = {
-      {"MMAs (8x8x8)", format_si(sum_ops(l, Op::mma_f16_f32, Op::mma_f32_f32), "")},
+  std::vector<Row> rows = {{"MMAs (8x8x8)", format_si(sum_ops(l, Op::mma_f16_f32, Op::mma_f32_f32), "")}};
+  // Metal 4 TensorOps, shown only when the kernel uses them.
+  if (const double blocks = sum_ops(l, Op::tensor_mma_f16, Op::tensor_mma_i8); blocks != 0)
+    rows.push_back({"matmul2d blocks (8x8x8)", format_si(blocks, "")});
+  rows.insert(rows.end(), {
       {"FP32 ALU", format_si(sum_ops(l, Op::f32_add, Op::f32_other), "")},
       {"FP16 ALU", format_si(sum_ops(l, Op::f16_add, Op::f16_other), "")},
       {"transcendentals", format_si(sum_ops(l, Op::exp2, Op::transcendental_other), "")},
@@ -167,7 +171,7 @@ std::string launch_text(const LaunchWork& l) {
       {"threadgroup bytes", fmt::format("read {}, written {}", format_si(static_cast<double>(l.threadgroup_bytes_read), "B"),
                                         format_si(static_cast<double>(l.threadgroup_bytes_written), "B"))},
       {"barriers", fmt::format("threadgroup {}, simdgroup {}", format_si(l.op(Op::threadgroup_barrier), ""),
-                               format_si(l.op(Op::simdgroup_barrier), ""))}};
+                               format_si(l.op(Op::simdgroup_barrier), ""))}});
   return text + format_table(rows, "    ");
 }
 

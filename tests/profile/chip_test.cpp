@@ -35,15 +35,47 @@ TEST(ChipTables, FamiliesMatchTheGenerations) {
   EXPECT_EQ(find_chip("M5").family, "apple10");
 }
 
+// Every field a table has is positive and cited; the optional (tensor_*)
+// fields of a chip without Neural Accelerators are 0 and absent.
 TEST(ChipTables, EveryFieldPositiveAndCited) {
   for (const Chip& c : chips()) {
     SCOPED_TRACE(c.name);
-    EXPECT_EQ(c.citations.size(), chip_fields().size());
+    size_t present = 0;
     for (const ChipField& f : chip_fields()) {
       SCOPED_TRACE(std::string(f.name));
+      if (f.optional && !c.has_neural_accelerators()) {
+        EXPECT_EQ(c.*(f.member), 0);
+        EXPECT_EQ(c.citations.count(f.name), 0u);
+        continue;
+      }
+      ++present;
       EXPECT_GT(c.*(f.member), 0);
       EXPECT_FALSE(c.citation(f.name).source.empty());
     }
+    EXPECT_EQ(c.citations.size(), present);
+  }
+}
+
+// Only the Apple10 GPUs (M5) have per-core Neural Accelerators (Apple
+// Newsroom, 2025-10-15). Their rates are measured on the A19, so the M5
+// table marks them as assumptions, with sources.
+TEST(ChipTables, NeuralAcceleratorsOnlyOnApple10) {
+  size_t optional = 0;
+  for (const ChipField& f : chip_fields()) {
+    if (!f.optional) continue;
+    ++optional;
+    EXPECT_EQ(f.name.rfind("tensor_", 0), 0u) << f.name;
+  }
+  EXPECT_EQ(optional, 2u);
+  for (const Chip& c : chips()) EXPECT_EQ(c.has_neural_accelerators(), c.family == "apple10") << c.name;
+  const Chip& m5 = find_chip("M5");
+  EXPECT_EQ(m5.tensor_flops_per_core_per_cycle_f16, 1024);  // 4x the 256 FP32 FLOPs of the shader ALUs
+  EXPECT_EQ(m5.tensor_flops_per_core_per_cycle_i8, 2048);
+  for (const char* field : {"tensor_flops_per_core_per_cycle_f16", "tensor_flops_per_core_per_cycle_i8"}) {
+    SCOPED_TRACE(field);
+    EXPECT_TRUE(m5.citation(field).assumption);
+    EXPECT_THAT(m5.citation(field).source, HasSubstr("A19"));
+    EXPECT_THAT(m5.citation(field).source, HasSubstr("https://"));
   }
 }
 
@@ -131,6 +163,7 @@ std::string parse_error(const nlohmann::json& table) {
 nlohmann::json table_of(const Chip& c) {
   nlohmann::json t = {{"name", c.name}, {"family", c.family}, {"notes", c.notes}};
   for (const ChipField& f : chip_fields()) {
+    if (!c.citations.count(f.name)) continue;  // an optional field the chip does not have
     const Citation& cite = c.citation(f.name);
     t[std::string(f.name)] = {{"value", c.*(f.member)}, {"source", cite.source}, {"assumption", cite.assumption}};
   }
@@ -144,6 +177,42 @@ TEST(ParseChip, RoundTripsAValidTable) {
   EXPECT_EQ(again.file, "again.json");
   EXPECT_EQ(again.clock_ghz, m1.clock_ghz);
   EXPECT_EQ(again.citation("clock_ghz").source, m1.citation("clock_ghz").source);
+}
+
+TEST(ParseChip, RoundTripsNeuralAccelerators) {
+  const Chip& m5 = find_chip("M5");
+  const Chip again = parse_chip(table_of(m5).dump(), "again.json");
+  EXPECT_TRUE(again.has_neural_accelerators());
+  EXPECT_EQ(again.tensor_flops_per_core_per_cycle_f16, m5.tensor_flops_per_core_per_cycle_f16);
+  EXPECT_EQ(again.tensor_flops_per_core_per_cycle_i8, m5.tensor_flops_per_core_per_cycle_i8);
+  EXPECT_EQ(again.citations.size(), m5.citations.size());
+  // Dropping the whole group makes a chip without accelerators.
+  nlohmann::json t = table_of(m5);
+  t.erase("tensor_flops_per_core_per_cycle_f16");
+  t.erase("tensor_flops_per_core_per_cycle_i8");
+  EXPECT_FALSE(parse_chip(t.dump(), "plain.json").has_neural_accelerators());
+}
+
+// The tensor_* fields come together: a table with some of them is an error
+// that names the missing one.
+TEST(ParseChip, PartialNeuralAcceleratorGroupIsRejected) {
+  nlohmann::json t = table_of(find_chip("M5"));
+  t.erase("tensor_flops_per_core_per_cycle_i8");
+  std::string msg = parse_error(t);
+  EXPECT_THAT(msg, HasSubstr("broken.json"));
+  EXPECT_THAT(msg, HasSubstr("/tensor_flops_per_core_per_cycle_i8"));
+  EXPECT_THAT(msg, HasSubstr("missing"));
+
+  t = table_of(find_chip("M5"));
+  t.erase("tensor_flops_per_core_per_cycle_f16");
+  EXPECT_THAT(parse_error(t), HasSubstr("/tensor_flops_per_core_per_cycle_f16"));
+
+  t = table_of(find_chip("M5"));
+  t["tensor_flops_per_core_per_cycle_f16"]["value"] = 0;
+  EXPECT_THAT(parse_error(t), HasSubstr("/tensor_flops_per_core_per_cycle_f16/value"));
+  t = table_of(find_chip("M5"));
+  t["tensor_flops_per_core_per_cycle_i8"].erase("source");
+  EXPECT_THAT(parse_error(t), HasSubstr("/tensor_flops_per_core_per_cycle_i8/source"));
 }
 
 TEST(ParseChip, MissingFieldNamesFileAndPath) {

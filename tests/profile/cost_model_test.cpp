@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -68,7 +69,8 @@ TEST(CostModel, MoreOpsOfAnyKindNeverLessTime) {
     }
     // Kinds that take issue slots make a compute-bound launch strictly longer.
     for (Op o : {Op::f32_fma, Op::f16_add, Op::int_mul, Op::address, Op::device_load, Op::threadgroup_barrier,
-                 Op::simd_reduce, Op::mma_f32_f32, Op::exp2}) {
+                 Op::simd_reduce, Op::mma_f32_f32, Op::exp2, Op::tensor_mma_f16, Op::tensor_mma_f32,
+                 Op::tensor_mma_i8}) {
       OpCounts more = mixed_ops();
       at(more, o) += 1000;
       EXPECT_GT(seconds(c, launch(1000, more)), t0) << cpu::profile::name(o);
@@ -386,10 +388,205 @@ TEST(CostModel, PeakAndBoundNames) {
   EXPECT_DOUBLE_EQ(peak_flops(m1, true), peak_fp32_flops(m1) * m1.fp16_rate);
   std::set<std::string_view> names;
   for (Bound b : {Bound::compute, Bound::transcendental, Bound::matrix, Bound::device_memory, Bound::threadgroup_memory,
-                  Bound::latency})
+                  Bound::latency, Bound::tensor})
     names.insert(to_string(b));
-  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(names.size(), 7u);
   EXPECT_EQ(to_string(Bound::device_memory), "device memory");
+  EXPECT_EQ(to_string(Bound::tensor), "tensor (neural accelerator)");
+}
+
+// ---- Metal 4 TensorOps (matmul2d) ----
+
+OpCounts blocks(Op op, double n) {
+  OpCounts ops{};
+  at(ops, op) = n;
+  return ops;
+}
+
+// On M5 a half/bfloat block occupies the partition's accelerator share for
+// 1024 FLOPs / (1024 / 4 schedulers) = 4 cycles, an integer block half that;
+// each takes one issue slot (assumption). A float32 operand runs on the
+// shader ALUs like a simdgroup MMA.
+TEST(TensorOps, CostOnNeuralAccelerators) {
+  const Chip& m5 = find_chip("M5");
+  ASSERT_TRUE(m5.has_neural_accelerators());
+  ThreadgroupCycles t = threadgroup_cycles(m5, blocks(Op::tensor_mma_f16, 100));
+  EXPECT_DOUBLE_EQ(t.tensor, 100 * 1024 * m5.schedulers_per_core / m5.tensor_flops_per_core_per_cycle_f16);
+  EXPECT_DOUBLE_EQ(t.tensor, 400);
+  EXPECT_DOUBLE_EQ(t.issue, 100);
+  EXPECT_DOUBLE_EQ(t.matrix, 100);
+  EXPECT_DOUBLE_EQ(t.transcendental, 0);
+
+  t = threadgroup_cycles(m5, blocks(Op::tensor_mma_i8, 100));
+  EXPECT_DOUBLE_EQ(t.tensor, 100 * 1024 * m5.schedulers_per_core / m5.tensor_flops_per_core_per_cycle_i8);
+  EXPECT_DOUBLE_EQ(t.tensor, 200);
+  EXPECT_DOUBLE_EQ(t.issue, 100);
+
+  t = threadgroup_cycles(m5, blocks(Op::tensor_mma_f32, 100));
+  EXPECT_DOUBLE_EQ(t.tensor, 0);
+  EXPECT_DOUBLE_EQ(t.issue, 100 * m5.mma_cycles_f32);
+  EXPECT_DOUBLE_EQ(t.matrix, 100 * m5.mma_cycles_f32);
+
+  EXPECT_DOUBLE_EQ(peak_tensor_flops(m5, Op::tensor_mma_f16), 10 * 1024 * m5.clock_ghz * 1e9);
+  EXPECT_DOUBLE_EQ(peak_tensor_flops(m5, Op::tensor_mma_i8), 2 * peak_tensor_flops(m5, Op::tensor_mma_f16));
+}
+
+// Without accelerators, Metal 4 runs matmul2d on the shader cores: a block
+// costs a simdgroup_matrix MMA of its operand types on the issue slots
+// (assumption), counted as matrix cycles; half and bfloat share one op and
+// cost the slower of the two MMAs; integer blocks cost a half MMA.
+TEST(TensorOps, CostOnShaderAlusWithoutAccelerators) {
+  for (const Chip& c : chips()) {
+    if (c.has_neural_accelerators()) continue;
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(peak_tensor_flops(c, Op::tensor_mma_f16), 0);
+    const double half = std::max(c.mma_cycles_f16, c.mma_cycles_bf16);
+    ThreadgroupCycles t = threadgroup_cycles(c, blocks(Op::tensor_mma_f16, 100));
+    EXPECT_DOUBLE_EQ(t.issue, 100 * half);
+    EXPECT_DOUBLE_EQ(t.matrix, 100 * half);
+    EXPECT_DOUBLE_EQ(t.tensor, 0);
+    t = threadgroup_cycles(c, blocks(Op::tensor_mma_i8, 100));
+    EXPECT_DOUBLE_EQ(t.issue, 100 * c.mma_cycles_f16);
+    EXPECT_DOUBLE_EQ(t.tensor, 0);
+    t = threadgroup_cycles(c, blocks(Op::tensor_mma_f32, 100));
+    EXPECT_DOUBLE_EQ(t.issue, 100 * c.mma_cycles_f32);
+    EXPECT_DOUBLE_EQ(t.matrix, 100 * c.mma_cycles_f32);
+  }
+  // On M3 and later half and bfloat MMAs cost the same, so a matmul2d
+  // kernel predicts exactly like the same blocks as simdgroup MMAs.
+  const Chip& m4 = find_chip("M4");
+  OpCounts tensor_ops = mixed_ops(), mma_ops = mixed_ops();
+  at(tensor_ops, Op::mma_f16_f32) = 0;
+  at(tensor_ops, Op::tensor_mma_f16) = 4096;
+  at(mma_ops, Op::mma_f16_f32) = 4096;
+  const Prediction a = predict(m4, kernel({launch(2048, tensor_ops)}));
+  const Prediction b = predict(m4, kernel({launch(2048, mma_ops)}));
+  EXPECT_DOUBLE_EQ(a.seconds, b.seconds);
+  EXPECT_DOUBLE_EQ(a.utilization, b.utilization);
+  EXPECT_EQ(a.bound, Bound::matrix);
+  EXPECT_EQ(a.launches.at(0).tensor_seconds, 0);
+}
+
+// A threadgroup of matmul2d blocks on M5: bound by the tensor pipe, computed
+// by hand. 70 threadgroups of 4 simdgroups and 8 KB fill one wave of
+// 10 cores x 7 resident threadgroups (28 simdgroups: full latency hiding).
+TEST(TensorOps, TensorHeavyLaunchIsTensorBoundOnM5) {
+  const Chip& m5 = find_chip("M5");
+  OpCounts ops{};
+  at(ops, Op::tensor_mma_f16) = 4096;
+  at(ops, Op::f32_fma) = 256;
+  at(ops, Op::exp2) = 64;
+  const LaunchWork l = launch(70, ops);
+  const Prediction p = predict(m5, kernel({l}));
+  const LaunchPrediction& lp = p.launches.at(0);
+  ASSERT_EQ(lp.threadgroups_per_core, 7u);
+  ASSERT_DOUBLE_EQ(lp.latency_hiding, 1.0);
+  EXPECT_DOUBLE_EQ(lp.waves, 1.0);
+  // The accelerators do 1024 FLOPs per core per cycle: all 70 x 4096 blocks on 10 cores.
+  const double expected =
+      70 * 4096 * 1024 / (m5.gpu_cores * m5.tensor_flops_per_core_per_cycle_f16 * m5.clock_ghz * 1e9);
+  EXPECT_DOUBLE_EQ(lp.tensor_seconds, expected);
+  EXPECT_DOUBLE_EQ(lp.seconds, expected);
+  EXPECT_EQ(lp.bound, Bound::tensor);
+  EXPECT_EQ(p.bound, Bound::tensor);
+  EXPECT_LT(lp.compute_seconds, lp.tensor_seconds);  // issue: 4096 + 256 + 64 of 16384 cycles
+  EXPECT_DOUBLE_EQ(lp.matrix_seconds, lp.tensor_seconds);  // the matrix work is the tensor pipe's
+  // Counted FLOPs at the accelerators' roof: exactly 100% here (the FMAs fit
+  // beside on the ALUs); the peak is the accelerators', not the shader ALUs'.
+  EXPECT_NEAR(p.utilization, 1.0, 1e-12);
+  const double tensor_flops = 70 * 4096 * 1024.0;
+  const double alu_flops = 70 * 256 * 2.0;
+  EXPECT_DOUBLE_EQ(peak_flops(m5, kernel({l})),
+                   (tensor_flops + alu_flops) / (tensor_flops / peak_tensor_flops(m5, Op::tensor_mma_f16)));
+  EXPECT_GT(peak_flops(m5, kernel({l})), 3.9 * peak_flops(m5, true));
+
+  // The same work on M4 (no accelerators, same assumed clock) is bound by
+  // the MMAs on the issue slots: about 17/4 times longer.
+  const Prediction m4 = predict(find_chip("M4"), kernel({l}));
+  EXPECT_EQ(m4.bound, Bound::matrix);
+  EXPECT_GT(m4.seconds, 4 * p.seconds);
+  EXPECT_LE(m4.utilization, 1.0);
+}
+
+// The tensor pipe is named only when it limits: an ALU-heavy threadgroup
+// with a few matmul2d blocks stays compute bound, an exp2-heavy one
+// transcendental; with one resident simdgroup per core it is latency.
+TEST(TensorOps, TensorBoundOnlyWhenTheAcceleratorsLimit) {
+  const Chip& m5 = find_chip("M5");
+  OpCounts alu{};
+  at(alu, Op::tensor_mma_f16) = 256;
+  at(alu, Op::f32_fma) = 4000;
+  LaunchPrediction p = predict(m5, kernel({launch(2048, alu)})).launches.at(0);
+  EXPECT_EQ(p.bound, Bound::compute);
+  EXPECT_GT(p.tensor_seconds, 0);
+  EXPECT_LT(p.tensor_seconds, p.compute_seconds);
+
+  OpCounts exp{};
+  at(exp, Op::tensor_mma_f16) = 1000;  // 4000 tensor cycles
+  at(exp, Op::exp2) = 2000;            // 8000 complex-pipe cycles
+  p = predict(m5, kernel({launch(2048, exp)})).launches.at(0);
+  EXPECT_EQ(p.bound, Bound::transcendental);
+
+  LaunchWork lonely = launch(4096, blocks(Op::tensor_mma_f16, 4096));
+  lonely.threads_per_threadgroup = 32;
+  lonely.simdgroups_per_threadgroup = 1;
+  lonely.threadgroup_memory_bytes = 32768;
+  p = predict(m5, kernel({lonely})).launches.at(0);
+  EXPECT_EQ(p.bound, Bound::latency);
+  // The ramp applies to the tensor pipe too (assumption): one resident
+  // simdgroup gets 1/24 of the core, so a threadgroup's 4096 x 4 tensor
+  // cycles last 16384 x 24 / 4 cycles; 4096 threadgroups on 10 slots take
+  // 410 rounds.
+  EXPECT_DOUBLE_EQ(p.latency_hiding, 1.0 / 24);
+  const double expected = 410 * 16384 * (24.0 / 4) / (m5.clock_ghz * 1e9);
+  EXPECT_NEAR(p.tensor_seconds, expected, 1e-12 * expected);
+}
+
+// A simdgroup drives only its own partition's accelerator share: one
+// simdgroup doing all of a threadgroup's blocks takes as long as if the
+// threadgroup had that one simdgroup's rate.
+TEST(TensorOps, BusiestSimdgroupBoundsTheTensorPipe) {
+  const Chip& m5 = find_chip("M5");
+  LaunchWork l = launch(2048, blocks(Op::tensor_mma_f16, 4096));
+  l.classes.push_back({2048, blocks(Op::tensor_mma_f16, 4096), blocks(Op::tensor_mma_f16, 1024), 0, 0});
+  const double even = predict(m5, kernel({l})).seconds;
+  l.classes[0].max_simdgroup_ops = blocks(Op::tensor_mma_f16, 4096);
+  EXPECT_DOUBLE_EQ(predict(m5, kernel({l})).seconds, 4 * even);
+}
+
+// Utilization never exceeds 100%: the roof is the fastest the chip could run
+// the kernel's counted work split the way the kernel splits it between the
+// accelerators and the shader ALUs. Random mixes on every chip, with counted
+// FLOPs and with useful FLOPs equal to the matrix FLOPs.
+TEST(TensorOps, UtilizationNeverAboveOne) {
+  std::mt19937 rng(20251015);
+  std::uniform_real_distribution<double> amount(0, 1);
+  const Op kinds[] = {Op::tensor_mma_f16, Op::tensor_mma_i8, Op::tensor_mma_f32, Op::mma_f16_f32,
+                      Op::mma_bf16_f32,   Op::mma_f32_f32,   Op::f32_fma,        Op::f16_fma,
+                      Op::f32_add,        Op::f16_mul,       Op::exp2,           Op::threadgroup_load};
+  for (int trial = 0; trial < 300; ++trial) {
+    OpCounts ops{};
+    for (Op o : kinds)
+      if (amount(rng) < 0.5) at(ops, o) = std::floor(amount(rng) * 8192);
+    LaunchWork l = launch(1 + static_cast<uint64_t>(amount(rng) * 3000), ops);
+    l.threads_per_threadgroup = 32u << static_cast<int>(amount(rng) * 4);  // 1..8 simdgroups
+    l.simdgroups_per_threadgroup = l.threads_per_threadgroup / 32;
+    l.threadgroup_memory_bytes = 1024 + static_cast<uint64_t>(amount(rng) * 31744);
+    KernelWork k = kernel({l});
+    double matrix = 0;
+    for (Op o : {Op::tensor_mma_f16, Op::tensor_mma_i8, Op::tensor_mma_f32, Op::mma_f16_f32, Op::mma_bf16_f32,
+                 Op::mma_f32_f32})
+      matrix += 1024 * l.op(o);
+    for (const Chip& c : chips()) {
+      const Prediction counted = predict(c, k);
+      if (counted.seconds <= 0) continue;
+      EXPECT_LE(counted.utilization, 1.0 + 1e-9) << c.name << " trial " << trial;
+      if (matrix <= 0) continue;
+      KernelWork useful = k;
+      useful.useful_flops = matrix;
+      EXPECT_LE(predict(c, useful).utilization, 1.0 + 1e-9) << c.name << " trial " << trial;
+    }
+  }
 }
 
 }  // namespace

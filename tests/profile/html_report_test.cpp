@@ -258,6 +258,38 @@ TEST(TextReport, HasChipRowsDisclaimerAndComparison) {
   EXPECT_NE(text.find(kOddName), std::string::npos);  // plain text: names as they are
 }
 
+// Metal 4 TensorOps: the matmul2d blocks count 1024 FLOPs each, the text
+// report lists them (only for kernels that have them), JSON and HTML carry
+// the tensor pipe's time and its bound.
+TEST(TextReport, ShowsTensorOpsWhenPresent) {
+  std::vector<ProfiledKernel> ks = kernels();
+  ks.resize(1);
+  ProfiledKernel& k = ks[0];
+  k.work.launches[0].ops[static_cast<uint32_t>(Op::tensor_mma_f16)] = 2000;
+  k.work.launches[0].ops[static_cast<uint32_t>(Op::tensor_mma_i8)] = 48;
+  k.predictions[0].bound = Bound::tensor;
+  k.predictions[0].launches[0].tensor_seconds = 123e-6;
+  k.predictions[0].launches[0].bound = Bound::tensor;
+  const std::string text = text_report(ks);
+  EXPECT_NE(text.find("matmul2d blocks (8x8x8)  2048"), std::string::npos) << text;
+  EXPECT_NE(text.find("tensor (neural accelerator)"), std::string::npos);
+  EXPECT_EQ(text_report(kernels()).find("matmul2d"), std::string::npos);
+
+  const nlohmann::json j = nlohmann::json::parse(to_json(ks).dump());
+  const nlohmann::json& kj = j.at("kernels").at(0);
+  EXPECT_EQ(kj.at("counted_flops").get<double>(), 1024.0 * (1000000 + 2048));
+  EXPECT_EQ(kj.at("launches").at(0).at("ops").at("tensor_mma_f16").get<int64_t>(), 2000);
+  const nlohmann::json& lp = kj.at("predictions").at(0).at("launches").at(0);
+  EXPECT_DOUBLE_EQ(lp.at("tensor_seconds").get<double>(), 123e-6);
+  EXPECT_EQ(lp.at("bound").get<std::string>(), "tensor (neural accelerator)");
+
+  const std::string html = html_report(ks, "t");
+  EXPECT_EQ(check_html(html), "");
+  EXPECT_NE(html.find("<th>tensor</th>"), std::string::npos);
+  EXPECT_NE(html.find("123 µs"), std::string::npos);
+  EXPECT_NE(html.find("<code>tensor_mma_f16</code>"), std::string::npos);
+}
+
 TEST(TextReport, FormatsSeconds) {
   EXPECT_EQ(format_seconds(250e-6), "250 µs");
   EXPECT_EQ(format_seconds(1.234e-3), "1.23 ms");
