@@ -191,6 +191,14 @@ struct tensor<ElementType, Extents, tensor_inline> {
   }
 };
 
+// `auto t = tensor(ptr, dextents<int, 2>{cols, rows}, array<int, 2>{1, ld});`
+// (class template argument deduction, as Apple's kernels write it): an
+// inline tensor over the pointer's element type and address space.
+template <class ElementType, class Extents>
+tensor(ElementType*, Extents) -> tensor<ElementType, Extents, tensor_inline>;
+template <class ElementType, class Extents, class S, size_t R>
+tensor(ElementType*, Extents, array<S, R>) -> tensor<ElementType, Extents, tensor_inline>;
+
 template <class T>
 struct is_tensor_inline : false_type {};
 template <class E, class X>

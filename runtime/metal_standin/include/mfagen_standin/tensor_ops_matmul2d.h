@@ -59,11 +59,19 @@ struct matmul2d_descriptor {
         relaxed_precision(__relaxed_precision), matmul_mode(__matmul_mode) {}
 
   // The template-argument encoding (see the header comment).
-  constexpr operator unsigned long() const {
+  static constexpr unsigned long __mf_code(int m, int n, int k, bool tl, bool tr, bool relaxed, mode md) {
     return (unsigned long)(m & 0xffff) | ((unsigned long)(n & 0xffff) << 16) |
-           ((unsigned long)(k < 0 ? 0xfffff : (k & 0xfffff)) << 32) | ((unsigned long)transpose_left << 52) |
-           ((unsigned long)transpose_right << 53) | ((unsigned long)relaxed_precision << 54) |
-           ((unsigned long)(matmul_mode == mode::multiply_accumulate) << 55) | (1ul << 56);
+           ((unsigned long)(k < 0 ? 0xfffff : (k & 0xfffff)) << 32) | ((unsigned long)tl << 52) |
+           ((unsigned long)tr << 53) | ((unsigned long)relaxed << 54) |
+           ((unsigned long)(md == mode::multiply_accumulate) << 55) | (1ul << 56);
+  }
+  constexpr operator unsigned long() const {
+    return __mf_code(m, n, k, transpose_left, transpose_right, relaxed_precision, matmul_mode);
+  }
+  // A program-scope `constant constexpr auto desc = matmul2d_descriptor(...);`
+  // lives in the constant address space.
+  constexpr operator unsigned long() const __constant {
+    return __mf_code(m, n, k, transpose_left, transpose_right, relaxed_precision, matmul_mode);
   }
 };
 
