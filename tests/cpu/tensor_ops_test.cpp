@@ -574,5 +574,396 @@ INSTANTIATE_TEST_SUITE_P(CooperativeDestination, Matmul, ::testing::ValuesIn(coo
 INSTANTIATE_TEST_SUITE_P(Threadgroup, Matmul, ::testing::ValuesIn(threadgroup_cases()), matmul_name);
 INSTANTIATE_TEST_SUITE_P(CooperativeInputs, Matmul, ::testing::ValuesIn(cooperative_input_cases()), matmul_name);
 
+
+// ---- conversions: a destination as the next product's input ----
+
+struct ConvertCase {
+  std::string name;
+  Elem elem;  // inputs and the converted destination (P)
+  bool right;  // convert_right: P is the right input
+};
+void PrintTo(const ConvertCase& c, std::ostream* out) { *out << c.name; }
+
+class Conversion : public ::testing::TestWithParam<std::tuple<ConvertCase, uint32_t>> {};
+
+// P = A B (32 x 32, a cooperative destination of the input type), then
+// O = P D (convert_left) or O = E P (convert_right) with P as a cooperative
+// input when is_compatible_as_*_input says so (the default layout), through
+// threadgroup memory otherwise (a permuted one): the same O either way.
+TEST_P(Conversion, MatchesFloat64OnEitherPath) {
+  const auto& [cc, seed] = GetParam();
+  constexpr int MM = 32, K2 = 32, NN = 16, K = 24;
+  auto module = compile_kernel("tensor_ops.metal", {"KERNELS=3", std::string("TYPE_L=") + msl_name(cc.elem),
+                                                    "MM=32", "NN=16", "K2=32"});
+  std::mt19937 rng(uint32_t(std::hash<std::string>()(cc.name)));
+  Buffer a = random_buffer(cc.elem, MM * K, rng), b = random_buffer(cc.elem, K * K2, rng);
+  // D: K2 x NN (convert_left); E: NN x MM (convert_right).
+  Buffer third = random_buffer(cc.elem, cc.right ? NN * MM : K2 * NN, rng);
+  Buffer o(Elem::float32, cc.right ? NN * K2 : MM * NN), p(cc.elem, MM * K2);
+  std::vector<int32_t> used = {-1};
+  Shape shape{MM, NN, K, K, K2, cc.right ? MM : NN};
+  auto result = launch(*module, cc.right ? "convert_right" : "convert_left", {1, 1, 1}, {32, 1, 1},
+                       {a.bind(0), b.bind(1), third.bind(2), o.bind(3), p.bind(4), bind(5, used),
+                        cpu::BufferBinding{6, std::as_writable_bytes(std::span(&shape, 1))}},
+                       seed);
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(used[0], seed == 0 ? 1 : 0) << "default layouts convert in registers, permuted ones do not";
+  // P against the float64 product (one rounding to the element type).
+  for (int i = 0; i < MM; ++i)
+    for (int j = 0; j < K2; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int k = 0; k < K; ++k) {
+        sum += a[i * K + k] * b[k * K2 + j];
+        magnitude += std::fabs(a[i * K + k] * b[k * K2 + j]);
+      }
+      const double tolerance = ((K + 2) * std::ldexp(1.0, -24) + epsilon_of(cc.elem)) * magnitude + 1e-7;
+      ASSERT_NEAR(p[i * K2 + j], sum, tolerance) << "P(" << i << "," << j << ")";
+    }
+  // O against the float64 product of the P the kernel computed.
+  const int rows = cc.right ? NN : MM, cols = cc.right ? K2 : NN, inner = cc.right ? MM : K2;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int k = 0; k < inner; ++k) {
+        const double x = cc.right ? third[i * MM + k] * p[k * K2 + j] : p[i * K2 + k] * third[k * NN + j];
+        sum += x;
+        magnitude += std::fabs(x);
+      }
+      ASSERT_NEAR(o[i * cols + j], sum, (inner + 2) * std::ldexp(1.0, -24) * magnitude + 1e-7)
+          << "O(" << i << "," << j << ")";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LeftAndRight, Conversion,
+    ::testing::Combine(::testing::Values(ConvertCase{"left_half", Elem::half, false},
+                                         ConvertCase{"left_bfloat", Elem::bfloat, false},
+                                         ConvertCase{"left_float", Elem::float32, false},
+                                         ConvertCase{"right_half", Elem::half, true},
+                                         ConvertCase{"right_float", Elem::float32, true}),
+                       ::testing::Values(0u, kPermuted)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_permuted" : "_default");
+    });
+
+// ---- reductions ----
+
+struct ReduceCase {
+  std::string name;
+  Elem d;
+  int sg, mm, nn, kk;
+};
+void PrintTo(const ReduceCase& c, std::ostream* out) { *out << c.name; }
+
+class Reduction : public ::testing::TestWithParam<std::tuple<ReduceCase, uint32_t>> {};
+
+// reduce_rows / reduce_columns (sum, max, min) of S = A B against loops over
+// the S the kernel stored; max with the default (sum) identity is max(0, row).
+TEST_P(Reduction, RowsAndColumnsMatchLoops) {
+  const auto& [rc, seed] = GetParam();
+  const int M = rc.mm, N = rc.nn, K = rc.kk;
+  // Half inputs (bfloat ones for a bfloat destination, which half inputs cannot have).
+  const Elem in = rc.d == Elem::bfloat ? Elem::bfloat : Elem::half;
+  auto module = compile_kernel("tensor_ops.metal",
+                               {"KERNELS=4", std::string("TYPE_L=") + msl_name(in), std::string("TYPE_R=") + msl_name(in),
+                                std::string("TYPE_D=") + msl_name(rc.d), "SG=" + std::to_string(rc.sg),
+                                "MM=" + std::to_string(M), "NN=" + std::to_string(N), "KK=" + std::to_string(K)});
+  std::mt19937 rng(uint32_t(std::hash<std::string>()(rc.name)));
+  Buffer a = random_buffer(in, M * K, rng), b = random_buffer(in, K * N, rng);
+  Buffer s(rc.d, M * N), rows(rc.d, 4 * M), cols(rc.d, 3 * N);
+  Shape shape{M, N, K, K, N, N};
+  auto result = launch(*module, "reductions", {1, 1, 1}, {32u * rc.sg, 1, 1},
+                       {a.bind(0), b.bind(1), s.bind(2), rows.bind(3), cols.bind(4),
+                        cpu::BufferBinding{5, std::as_writable_bytes(std::span(&shape, 1))}},
+                       seed);
+  EXPECT_TRUE(IsClean(result));
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int k = 0; k < K; ++k) {
+        sum += a[i * K + k] * b[k * N + j];
+        magnitude += std::fabs(a[i * K + k] * b[k * N + j]);
+      }
+      ASSERT_NEAR(s[i * N + j], sum, ((K + 2) * std::ldexp(1.0, -24) + epsilon_of(rc.d)) * magnitude + 1e-7);
+    }
+  // Sums are accumulated in the element type, in order.
+  auto check = [&](int count, int length, auto at, const Buffer& out, const char* what) {
+    for (int x = 0; x < count; ++x) {
+      double sum = 0, magnitude = 0, hi = -INFINITY, lo = INFINITY;
+      for (int y = 0; y < length; ++y) {
+        const double v = at(x, y);
+        sum += v;
+        magnitude += std::fabs(v);
+        hi = std::max(hi, v);
+        lo = std::min(lo, v);
+      }
+      EXPECT_NEAR(out[x], sum, length * epsilon_of(rc.d) * 2 * magnitude + 1e-7) << what << " sum " << x;
+      EXPECT_EQ(out[count + x], hi) << what << " max " << x;
+      EXPECT_EQ(out[2 * count + x], lo) << what << " min " << x;
+    }
+  };
+  check(M, N, [&](int r, int c) { return s[r * N + c]; }, rows, "row");
+  check(N, M, [&](int c, int r) { return s[r * N + c]; }, cols, "column");
+  for (int r = 0; r < M; ++r) EXPECT_EQ(rows[3 * M + r], std::max(0.0, rows[M + r])) << "default identity, row " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scopes, Reduction,
+                         ::testing::Combine(::testing::Values(ReduceCase{"float_simdgroup", Elem::float32, 1, 32, 16, 16},
+                                                              ReduceCase{"half_simdgroup", Elem::half, 1, 16, 32, 8},
+                                                              ReduceCase{"float_ragged", Elem::float32, 1, 24, 40, 8},
+                                                              ReduceCase{"float_simdgroups2", Elem::float32, 2, 48, 32, 16},
+                                                              ReduceCase{"bfloat_simdgroups4", Elem::bfloat, 4, 64, 48, 8}),
+                                            ::testing::Values(0u, kPermuted)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_permuted" : "_default");
+                         });
+
+// ---- layouts: capacity, is_valid_element, get_multidimensional_index, iterators ----
+
+struct LayoutCase {
+  std::string name;
+  int operand;  // 0 left, 1 right, 2 destination, 3 row reduction, 4 column reduction
+  int sg, mm, nn, kk;
+};
+void PrintTo(const LayoutCase& c, std::ostream* out) { *out << c.name; }
+
+class Layout : public ::testing::TestWithParam<std::tuple<LayoutCase, uint32_t>> {};
+
+// Every thread of the scope has the same capacity; the valid slots of all
+// threads hold each element of the operand exactly once (each entry of a
+// reduction at least once: rows are replicated across lanes); iterators see
+// what indices see.
+TEST_P(Layout, ValidSlotsCoverTheOperand) {
+  const auto& [lc, seed] = GetParam();
+  auto module = compile_kernel("tensor_ops.metal",
+                               {"KERNELS=5", "OPERAND=" + std::to_string(lc.operand), "SG=" + std::to_string(lc.sg),
+                                "MM=" + std::to_string(lc.mm), "NN=" + std::to_string(lc.nn),
+                                "KK=" + std::to_string(lc.kk)});
+  const uint32_t threads = lc.sg == 0 ? 1 : 32u * lc.sg;
+  std::vector<int32_t> out(size_t(threads) * (1 + 2 * (lc.mm * lc.nn + lc.mm * lc.kk + lc.kk * lc.nn + 64)), -7);
+  auto result = launch(*module, "layout_map", {1, 1, 1}, {threads, 1, 1}, {bind(0, out)}, seed);
+  ASSERT_TRUE(IsClean(result));
+  const int capacity = out[0];
+  ASSERT_GT(capacity, 0);
+  const int rows = lc.operand == 0 ? lc.mm : lc.operand == 1 ? lc.kk : lc.mm;
+  const int cols = lc.operand == 0 ? lc.kk : lc.operand == 1 ? lc.nn : lc.nn;
+  std::map<int, int> seen;
+  int valid = 0;
+  for (uint32_t t = 0; t < threads; ++t) {
+    const int32_t* mine = out.data() + size_t(t) * (1 + 2 * capacity);
+    ASSERT_EQ(mine[0], capacity) << "thread " << t;
+    for (int i = 0; i < capacity; ++i) {
+      ASSERT_EQ(mine[1 + i], mine[1 + capacity + i]) << "thread " << t << " slot " << i << ": iterator differs";
+      if (mine[1 + i] < 0) continue;
+      ++valid;
+      ++seen[mine[1 + i]];
+    }
+  }
+  if (lc.operand <= 2) {
+    EXPECT_EQ(valid, rows * cols) << "valid slots";
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) EXPECT_EQ(seen[r * 4096 + c], 1) << "(" << r << "," << c << ")";
+    EXPECT_EQ(seen.size(), size_t(rows * cols)) << "coordinates outside the operand";
+  } else {
+    const int entries = lc.operand == 3 ? lc.mm : lc.nn;
+    for (int e = 0; e < entries; ++e) EXPECT_GE(seen[e], 1) << "entry " << e;
+    EXPECT_EQ(seen.size(), size_t(entries)) << "entries outside the reduction";
+  }
+  RecordProperty("capacity", capacity);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Operands, Layout,
+    ::testing::Combine(::testing::Values(LayoutCase{"left_32x24", 0, 1, 32, 16, 24},
+                                         LayoutCase{"right_24x40", 1, 1, 16, 40, 24},
+                                         LayoutCase{"destination_ragged_24x40", 2, 1, 24, 40, 16},
+                                         LayoutCase{"destination_thread_5x7", 2, 0, 5, 7, 3},
+                                         LayoutCase{"destination_simdgroups2_48x32", 2, 2, 48, 32, 16},
+                                         LayoutCase{"destination_simdgroups4_40x72", 2, 4, 40, 72, 16},
+                                         LayoutCase{"row_reduction_40x24", 3, 1, 40, 24, 16},
+                                         LayoutCase{"row_reduction_simdgroups4_72x16", 3, 4, 72, 16, 16},
+                                         LayoutCase{"column_reduction_24x40", 4, 1, 24, 40, 16},
+                                         LayoutCase{"column_reduction_thread_6x9", 4, 0, 6, 9, 16},
+                                         LayoutCase{"column_reduction_simdgroups2_32x56", 4, 2, 32, 56, 16}),
+                       ::testing::Values(0u, kPermuted, 3u)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name + "_seed" + std::to_string(std::get<1>(info.param));
+    });
+
+// A kernel that fills and reads cooperative tensors at guessed positions
+// (MLX NAX's fragment layout) computes the right product on the default
+// layout only: permuted layouts make it wrong, without any detector finding
+// (every slot it reads was written).
+TEST(GuessedLayout, RightOnTheDefaultLayoutWrongOnPermutedOnes) {
+  auto module = compile_kernel("tensor_ops.metal", {"KERNELS=6"});
+  std::mt19937 rng(99);
+  Buffer a = random_buffer(Elem::half, 16 * 16, rng), b = random_buffer(Elem::half, 16 * 32, rng);
+  auto wrong_elements = [&](uint32_t seed) {
+    Buffer c(Elem::float32, 16 * 32);
+    auto result = launch(*module, "guessed_layout", {1, 1, 1}, {32, 1, 1}, {a.bind(0), b.bind(1), c.bind(2)}, seed);
+    EXPECT_TRUE(IsClean(result)) << "seed " << seed;
+    int wrong = 0;
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 32; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int k = 0; k < 16; ++k) {
+          sum += a[i * 16 + k] * b[k * 32 + j];
+          magnitude += std::fabs(a[i * 16 + k] * b[k * 32 + j]);
+        }
+        wrong += std::fabs(c[i * 32 + j] - sum) > 18 * std::ldexp(1.0, -24) * magnitude + 1e-7;
+      }
+    return wrong;
+  };
+  EXPECT_EQ(wrong_elements(0), 0);
+  for (uint32_t seed : {kPermuted, 1u, 2u, 1234u}) EXPECT_GT(wrong_elements(seed), 16 * 32 / 2) << "seed " << seed;
+}
+
+// ---- detector findings: undefined behaviour of tensor operations ----
+
+struct Misuse {
+  Buffer a, b, c;
+  Misuse() {
+    std::mt19937 rng(5);
+    a = random_buffer(Elem::half, 256, rng);
+    b = random_buffer(Elem::half, 256, rng);
+    c = Buffer(Elem::float32, 256 + 16);
+  }
+  cpu::LaunchResult run(const std::string& entry, uint32_t threads, uint32_t seed = 0,
+                        std::vector<std::string> defines = {}) {
+    defines.push_back("KERNELS=6");
+    auto module = compile_kernel("tensor_ops.metal", defines);
+    return launch(*module, entry, {1, 1, 1}, {threads, 1, 1}, {a.bind(0), b.bind(1), c.bind(2)}, seed);
+  }
+};
+
+// At least one finding; all of them tensor_op findings in `kernel` whose
+// detail says each of `what`, located at the line of the kernel file that
+// holds `marker` (findings of the kinds in `also` are allowed too).
+::testing::AssertionResult TensorOpFinding(const cpu::LaunchResult& result, const std::string& kernel,
+                                           std::vector<std::string> what, const std::string& marker,
+                                           std::set<FindingKind> also = {}) {
+  const std::string place = "tensor_ops.metal:" + std::to_string(line_of(kernel_file("tensor_ops.metal"), marker)) + ":";
+  bool found = false;
+  for (const cpu::Finding& f : result.findings) {
+    if (also.contains(f.kind)) continue;
+    bool says = f.kind == FindingKind::tensor_op && f.kernel == kernel && f.location.find(place) != std::string::npos;
+    for (const std::string& w : what) says &= f.detail.find(w) != std::string::npos;
+    if (!says)
+      return ::testing::AssertionFailure() << "expected only tensor_op findings in " << kernel << " at " << place
+                                           << " saying " << ::testing::PrintToString(what) << "\n"
+                                           << describe(result);
+    found = true;
+  }
+  if (!found) return ::testing::AssertionFailure() << "no tensor_op finding\n" << describe(result);
+  return ::testing::AssertionSuccess();
+}
+
+TEST(TensorOpDetector, NotEveryThreadOfTheSimdgroupCallsRun) {
+  Misuse m;
+  auto result = m.run("partial_simdgroup", 32);
+  EXPECT_TRUE(TensorOpFinding(result, "partial_simdgroup", {"not every thread of the execution_simdgroup scope"},
+                              "MARK: partial simdgroup"));
+}
+
+TEST(TensorOpDetector, NotEverySimdgroupOfTheScopeCallsRun) {
+  Misuse m;
+  auto result = m.run("partial_simdgroups", 64);
+  // The SIMD group that skips run() also leaves the others waiting at the
+  // operation's threadgroup barrier.
+  EXPECT_TRUE(TensorOpFinding(result, "partial_simdgroups",
+                              {"not every thread of the execution_simdgroups<N> scope", "(32, 0)"},
+                              "MARK: partial simdgroups", {FindingKind::barrier_divergence}));
+}
+
+TEST(TensorOpDetector, ScopeLargerThanTheDispatch) {
+  Misuse m;
+  auto result = m.run("scope_mismatch", 64, 0, {"SCOPE_N=4"});
+  EXPECT_TRUE(TensorOpFinding(result, "scope_mismatch", {"does not match the dispatch", "(4, 2)"},
+                              "MARK: scope mismatch"));
+}
+
+TEST(TensorOpDetector, ScopeSmallerThanTheDispatch) {
+  Misuse m;
+  auto result = m.run("scope_mismatch", 128, 0, {"SCOPE_N=2"});
+  EXPECT_TRUE(TensorOpFinding(result, "scope_mismatch", {"does not match the dispatch", "(2, 4)"},
+                              "MARK: scope mismatch"));
+}
+
+TEST(TensorOpDetector, AccumulatingIntoADestinationNeverZeroed) {
+  Misuse m;
+  auto result = m.run("unzeroed_destination", 32);
+  EXPECT_TRUE(TensorOpFinding(result, "unzeroed_destination", {"cooperative destination slot never written"},
+                              "MARK: unzeroed destination"));
+}
+
+TEST(TensorOpDetector, StoringASlotNeverWritten) {
+  Misuse m;
+  auto result = m.run("store_unwritten", 32);
+  EXPECT_TRUE(TensorOpFinding(result, "store_unwritten", {"store reads a slot never written"},
+                              "MARK: store unwritten"));
+}
+
+TEST(TensorOpDetector, ACooperativeInputPartlyWritten) {
+  Misuse m;
+  auto result = m.run("unwritten_input", 32);
+  EXPECT_TRUE(TensorOpFinding(result, "unwritten_input", {"cooperative input element never written"},
+                              "MARK: unwritten input"));
+}
+
+TEST(TensorOpDetector, ReducingADestinationNeverWritten) {
+  Misuse m;
+  auto result = m.run("reduce_unwritten", 32);
+  EXPECT_TRUE(TensorOpFinding(result, "reduce_unwritten", {"reads a source slot never written"},
+                              "MARK: reduce unwritten"));
+}
+
+// Converting without is_compatible_as_left_input happens to work on the
+// default layout and is reported on a permuted one.
+TEST(TensorOpDetector, ConversionWithoutACompatibilityCheck) {
+  Misuse m;
+  EXPECT_TRUE(IsClean(m.run("unchecked_conversion", 32, 0)));
+  auto result = m.run("unchecked_conversion", 32, kPermuted);
+  EXPECT_TRUE(TensorOpFinding(result, "unchecked_conversion", {"without is_compatible_as_*_input"},
+                              "MARK: unchecked conversion"));
+}
+
+// The same operations done right report nothing, on any layout, and compute
+// C = (A B) B and the row maxima of C.
+TEST(TensorOpDetector, CorrectKernelHasNoFinding) {
+  for (uint32_t seed : {0u, kPermuted, 9u}) {
+    Misuse m;
+    EXPECT_TRUE(IsClean(m.run("all_right", 32, seed))) << "seed " << seed;
+    for (int i = 0; i < 16; ++i) {
+      double row_max = -INFINITY;
+      for (int j = 0; j < 16; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int k = 0; k < 16; ++k) {
+          double p = 0;
+          for (int q = 0; q < 16; ++q) p += m.a[i * 16 + q] * m.b[q * 16 + k];
+          p = half_to_double(to_half_bits(p));  // P is a half destination
+          sum += p * m.b[k * 16 + j];
+          magnitude += std::fabs(p * m.b[k * 16 + j]);
+        }
+        // P's rounding to half may differ from the float64 one by an ulp.
+        EXPECT_NEAR(m.c[i * 16 + j], sum, std::ldexp(1.0, -10) * magnitude + 1e-6) << i << "," << j;
+        row_max = std::max(row_max, m.c[i * 16 + j]);
+      }
+      EXPECT_EQ(m.c[256 + i], row_max) << "row max " << i;
+    }
+  }
+}
+
+// The detector can be switched off.
+TEST(TensorOpDetector, OffWhenDisabled) {
+  Misuse m;
+  auto module = compile_kernel("tensor_ops.metal", {"KERNELS=6"});
+  cpu::LaunchOptions options;
+  options.threadgroups = {1, 1, 1};
+  options.threads_per_threadgroup = {32, 1, 1};
+  options.buffers = {m.a.bind(0), m.b.bind(1), m.c.bind(2)};
+  options.detectors.tensor_ops = false;
+  EXPECT_TRUE(IsClean(cpu::launch(*module, "unzeroed_destination", options)));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -494,14 +494,14 @@ constexpr constant auto kSmall = matmul2d_descriptor(16, 16, 16);
 SMALL_KERNEL(partial_simdgroup) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
-  if (lane < 16) op.run(mA, mB, mC);
+  if (lane < 16) op.run(mA, mB, mC);  // MARK: partial simdgroup
 }
 
 // execution_simdgroups<2>: the second SIMD group skips run().
 SMALL_KERNEL(partial_simdgroups) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroups<2>> op;
-  if (sg == 0) op.run(mA, mB, mC);
+  if (sg == 0) op.run(mA, mB, mC);  // MARK: partial simdgroups
 }
 
 // execution_simdgroups<SCOPE_N> in a threadgroup of a different size.
@@ -511,7 +511,7 @@ SMALL_KERNEL(partial_simdgroups) {
 SMALL_KERNEL(scope_mismatch) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroups<SCOPE_N>> op;
-  op.run(mA, mB, mC);
+  op.run(mA, mB, mC);  // MARK: scope mismatch
 }
 
 // Accumulates into a cooperative destination never zeroed.
@@ -519,7 +519,7 @@ SMALL_KERNEL(unzeroed_destination) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
-  op.run(mA, mB, ct);
+  op.run(mA, mB, ct);  // MARK: unzeroed destination
   ct.store(mC);
 }
 
@@ -529,7 +529,7 @@ SMALL_KERNEL(store_unwritten) {
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
   ct[0] = 1.0f;
-  ct.store(mC);
+  ct.store(mC);  // MARK: store unwritten
 }
 
 // A cooperative left input of which only the first 4 slots were written.
@@ -540,7 +540,7 @@ SMALL_KERNEL(unwritten_input) {
   for (ushort i = 0; i < 4; ++i) left[i] = half(1);
   auto ct = op.get_destination_cooperative_tensor<decltype(left), decltype(mB), float>();
   zero(ct, 0.0f);
-  op.run(left, mB, ct);
+  op.run(left, mB, ct);  // MARK: unwritten input
   ct.store(mC);
 }
 
@@ -552,7 +552,7 @@ SMALL_KERNEL(unchecked_conversion) {
   auto p = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), half>();
   zero(p, half(0));
   op.run(mA, mB, p);
-  auto left = op.get_left_input_cooperative_tensor<half, half, float>(p);
+  auto left = op.get_left_input_cooperative_tensor<half, half, float>(p);  // MARK: unchecked conversion
   auto ct = op.get_destination_cooperative_tensor<decltype(left), decltype(mB), float>();
   zero(ct, 0.0f);
   op.run(left, mB, ct);
@@ -565,7 +565,7 @@ SMALL_KERNEL(reduce_unwritten) {
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
   auto rows = op.get_row_reduction_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
-  reduce_rows(ct, rows, reduction_operation::max, reduction_operation_identity<float>::max_identity);
+  reduce_rows(ct, rows, reduction_operation::max, reduction_operation_identity<float>::max_identity);  // MARK: reduce unwritten
   rows.store(tensor<device float, dextents<int, 1>, tensor_inline>(C + 256, dextents<int, 1>(16)));
 }
 

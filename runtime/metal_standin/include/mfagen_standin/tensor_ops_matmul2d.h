@@ -157,9 +157,14 @@ struct __mf_scope {
   const __mf_scope_entry* table;
   __mf_scope_entry* mine;
   uint self;  // index of the calling thread in `table`
+  // Every thread of the scope entered, in a dispatch of the scope's size
+  // (else a finding, and the operation computes nothing: what absent threads
+  // would have published cannot be read).
+  bool complete;
 
   METAL_FUNC static __mf_scope enter(__mf_scope_entry& entry, const __constant char* operation) {
     __mf_scope s;
+    s.complete = true;
     if constexpr (Simdgroups == 0) {
       s.table = &entry;
       s.mine = &entry;
@@ -169,13 +174,15 @@ struct __mf_scope {
       s.table = static_cast<const __mf_scope_entry*>(__mf_simd_exchange(&entry, sizeof(entry), &mask));
       s.mine = nullptr;
       s.self = __mf_simd_lane();
-      if (mask != 0xffffffffu)
+      s.complete = mask == 0xffffffffu;
+      if (!s.complete)
         __mf_tensor_finding("not every thread of the execution_simdgroup scope entered the tensor operation "
                             "(active lane mask, calling lane)",
                             mask, s.self);
     } else {
       uint sg = 0, count = 0;
       __mf_scope_position(&sg, &count);
+      s.complete = count == Simdgroups;
       if (count != Simdgroups)
         __mf_tensor_finding("the execution_simdgroups<N> scope does not match the dispatch (N, SIMD groups dispatched)",
                             Simdgroups, count);
@@ -189,6 +196,7 @@ struct __mf_scope {
       const uint threads = (count < Simdgroups ? count : Simdgroups) * 32u;
       for (uint t = 0; t < threads; ++t)
         if (!slots[t].present) {
+          s.complete = false;
           __mf_tensor_finding("not every thread of the execution_simdgroups<N> scope entered the tensor operation "
                               "(missing thread, calling thread)",
                               t, s.self);
@@ -413,6 +421,10 @@ class matmul2d {
     const __mf_scope<__simdgroups> scope_of_op = __mf_scope<__simdgroups>::enter(entry, "matmul2d::run");
     const uint sg = __simdgroups > 1 ? scope_of_op.self / 32u : 0u;
     const uint lane = __simdgroups ? scope_of_op.self % 32u : 0u;
+    if (!scope_of_op.complete) {
+      scope_of_op.leave();
+      return;
+    }
     bool unwritten_input = false, unwritten_destination = false;
 
     auto a_at = [&](int row, int kk) {
@@ -525,7 +537,7 @@ class matmul2d {
     const typename Dst::layout::map dm = Dst::layout::map::current();
     const typename Src::layout::map sm = Src::layout::map::current();
     bool unwritten = false;
-    for (int i = 0; i < Dst::layout::capacity; ++i) {
+    for (int i = 0; s.complete && i < Dst::layout::capacity; ++i) {
       int row = 0, col = 0;
       if (!dm.coord(0, s.self, uint(i), row, col)) continue;
       bool written = true;
@@ -556,7 +568,7 @@ __MF_OP_FUNC void __mf_reduce(metal::cooperative_tensor<E, SX, SL>& source, meta
   const typename DL::map dm = DL::map::current();
   const typename SL::map sm = SL::map::current();
   bool unwritten = false;
-  for (int i = 0; i < DL::capacity; ++i) {
+  for (int i = 0; s.complete && i < DL::capacity; ++i) {
     int row = 0, col = 0;
     if (!dm.coord(sg, lane, uint(i), row, col)) continue;
     E acc = identity;
@@ -579,15 +591,16 @@ __MF_OP_FUNC void __mf_reduce(metal::cooperative_tensor<E, SX, SL>& source, meta
   if (unwritten) __mf_tensor_finding("reduce_rows/reduce_columns reads a source slot never written", ~0u, ~0u);
 }
 
+// Inlined (Apple's are `inline`), so that a finding points at the kernel's call.
 template <class ElementType, class SrcExtents, class DstExtents, class SrcLayout, class DstLayout>
-inline void reduce_rows(metal::cooperative_tensor<ElementType, SrcExtents, SrcLayout>& source,
+METAL_FUNC void reduce_rows(metal::cooperative_tensor<ElementType, SrcExtents, SrcLayout>& source,
                         metal::cooperative_tensor<ElementType, DstExtents, DstLayout>& destination,
                         reduction_operation op = reduction_operation::sum,
                         ElementType identity = reduction_operation_identity<ElementType>::sum_identity) {
   __mf_reduce<true>(source, destination, identity, op);
 }
 template <class ElementType, class SrcExtents, class DstExtents, class SrcLayout, class DstLayout>
-inline void reduce_columns(metal::cooperative_tensor<ElementType, SrcExtents, SrcLayout>& source,
+METAL_FUNC void reduce_columns(metal::cooperative_tensor<ElementType, SrcExtents, SrcLayout>& source,
                            metal::cooperative_tensor<ElementType, DstExtents, DstLayout>& destination,
                            reduction_operation op = reduction_operation::sum,
                            ElementType identity = reduction_operation_identity<ElementType>::sum_identity) {
