@@ -329,6 +329,71 @@ TEST_F(StandIn, LibrariesAndBuffersBehaveAsMetalDocuments) {
   copy->release();
 }
 
+// A kernel using Metal 4 TensorOps (MetalPerformancePrimitives' matmul2d).
+constexpr const char* kTensorOpsSource = R"(
+#include <metal_stdlib>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+using namespace metal;
+using namespace mpp::tensor_ops;
+
+kernel void product(device half* a [[buffer(0)]], device half* b [[buffer(1)]], device float* c [[buffer(2)]]) {
+  typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> Operand;
+  Operand left(a, dextents<int32_t, 2>(16, 16)), right(b, dextents<int32_t, 2>(16, 16));
+  tensor<device float, dextents<int32_t, 2>, tensor_inline> out(c, dextents<int32_t, 2>(16, 16));
+  constexpr auto desc = matmul2d_descriptor(16, 16, 16);
+  matmul2d<desc, execution_simdgroup> op;
+  op.run(left, right, out);
+}
+)";
+
+// GPU families answer as configured; TensorOps sources compile only as Metal
+// 4.0 on a device with GPUFamilyMetal4 and TensorOps, and fail otherwise as
+// Apple's compiler does (the error the Metal backend's probe turns into "no
+// TensorOps").
+TEST_F(StandIn, GpuFamiliesAndTensorOpsAreAsConfigured) {
+  for (MTL::GPUFamily f : {MTL::GPUFamilyApple7, MTL::GPUFamilyApple10, MTL::GPUFamilyMetal3, MTL::GPUFamilyMetal4})
+    EXPECT_TRUE(device_->supportsFamily(f)) << f;  // the default: an M5 on macOS 26
+  auto compile_error = [&](const char* source, std::optional<MTL::LanguageVersion> version) -> std::string {
+    MTL::CompileOptions* options = MTL::CompileOptions::alloc()->init();
+    if (version) options->setLanguageVersion(*version);
+    NS::Error* error = nullptr;
+    MTL::Library* library = device_->newLibrary(text(source), options, &error);
+    options->release();
+    if (library) {
+      library->release();
+      return "compiled";
+    }
+    EXPECT_EQ(error->code(), 3);  // MTLLibraryErrorCompileFailure
+    return error->localizedDescription()->utf8String();
+  };
+  EXPECT_EQ(compile_error(kTensorOpsSource, MTL::LanguageVersion4_0), "compiled");
+  EXPECT_EQ(compile_error(kTensorOpsSource, std::nullopt),
+            "program_source: error: <MetalPerformancePrimitives/MetalPerformancePrimitives.h> needs Metal Shading "
+            "Language 4.0; this library is compiled as 3.1 (set MTL::LanguageVersion4_0)");
+
+  metal_standin::DeviceOptions no_tensor_ops;
+  no_tensor_ops.tensor_ops = false;
+  make_device(no_tensor_ops);
+  EXPECT_TRUE(device_->supportsFamily(MTL::GPUFamilyMetal4));
+  EXPECT_EQ(compile_error(kTensorOpsSource, MTL::LanguageVersion4_0),
+            "program_source: fatal error: 'MetalPerformancePrimitives/MetalPerformancePrimitives.h' file not found "
+            "(this OS and device have no Metal 4 TensorOps)");
+  EXPECT_EQ(compile_error(kSource, MTL::LanguageVersion4_0), "compiled");
+
+  metal_standin::DeviceOptions m4_on_macos15;
+  m4_on_macos15.name = "M4";
+  m4_on_macos15.gpu_families = metal_standin::families_of(9, false);
+  make_device(m4_on_macos15);
+  EXPECT_TRUE(device_->supportsFamily(MTL::GPUFamilyApple9));
+  EXPECT_FALSE(device_->supportsFamily(MTL::GPUFamilyApple10));
+  EXPECT_FALSE(device_->supportsFamily(MTL::GPUFamilyMetal4));
+  EXPECT_EQ(compile_error(kSource, MTL::LanguageVersion4_0),
+            "language version 4.0 is not supported on this device (M4 lacks GPUFamilyMetal4)");
+  EXPECT_EQ(compile_error(kTensorOpsSource, MTL::LanguageVersion4_0),
+            "language version 4.0 is not supported on this device (M4 lacks GPUFamilyMetal4)");
+  EXPECT_EQ(compile_error(kSource, MTL::LanguageVersion3_1), "compiled");
+}
+
 TEST(StandInFoundation, AutoreleasedObjectsLiveUntilTheirPoolDrains) {
   NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
   NS::String* s = NS::String::string("kept", NS::UTF8StringEncoding)->retain();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,29 @@ std::string constants_key(const KernelEntry& kernel) {
   return key;
 }
 
+// Apple's values of the enums Metal 4 added (MTLGPUFamilyMetal4,
+// MTLGPUFamilyApple10, MTLLanguageVersion4_0), spelled as numbers so that the
+// backend also builds against metal-cpp from before the macOS 26 SDK (as
+// llama.cpp's ggml-metal-device.m does for MTLGPUFamilyMetal4).
+constexpr MTL::GPUFamily kGpuFamilyMetal4 = MTL::GPUFamily(5002);
+constexpr NS::Integer kGpuFamilyApple7 = 1007;
+constexpr MTL::LanguageVersion kLanguageVersion4_0 = MTL::LanguageVersion((4 << 16) + 0);
+#if MFAGEN_METAL_STANDIN
+static_assert(kGpuFamilyMetal4 == MTL::GPUFamilyMetal4 && kGpuFamilyApple7 == MTL::GPUFamilyApple7 &&
+              kLanguageVersion4_0 == MTL::LanguageVersion4_0);
+#endif
+
+// The Metal language version a kernel is compiled as: 4.0 for TensorOps
+// (MetalPerformancePrimitives), else 3.1 (bfloat), as its manifest requires.
+MTL::LanguageVersion language_version(const KernelEntry& kernel) {
+  return kernel.requirements.metal >= MetalVersion::v4_0 ? kLanguageVersion4_0 : MTL::LanguageVersion3_1;
+}
+
+std::string describe(const DeviceCapabilities& d) {
+  return "Metal " + std::string(to_string(d.metal)) + ", GPU family " + std::string(to_string(d.gpu_family)) +
+         (d.tensor_ops ? ", TensorOps" : ", no TensorOps");
+}
+
 // The launch a plan's entry belongs to: index into the kernel's entries.
 size_t launch_index(const KernelEntry& kernel, std::string_view entry) {
   for (size_t i = 0; i < kernel.entries.size(); ++i)
@@ -95,6 +119,91 @@ MetalBackend::MetalBackend(MTL::Device* device) : device_(device ? device->retai
   if (!queue_) throw std::runtime_error("metal backend: cannot create a command queue");
 }
 
+const char* MetalBackend::tensor_ops_probe_source() {
+  // What mfagen's TensorOps kernels use (templates/attention_forward_tensor_ops):
+  // tensor_inline views of device memory, a matmul2d run by one simdgroup
+  // into a float32 cooperative tensor, stored back.
+  return R"(#include <metal_stdlib>
+#include <metal_tensor>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+using namespace metal;
+using namespace mpp::tensor_ops;
+
+kernel void mfagen_tensor_ops_probe(device half* a [[buffer(0)]], device half* b [[buffer(1)]],
+                                    device float* c [[buffer(2)]]) {
+  typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> Operand;
+  Operand left(a, dextents<int32_t, 2>(16, 16));
+  Operand right(b, dextents<int32_t, 2>(16, 16));
+  tensor<device float, dextents<int32_t, 2>, tensor_inline> out(c, dextents<int32_t, 2>(16, 16));
+  constexpr auto desc = matmul2d_descriptor(16, 16, 16);
+  matmul2d<desc, execution_simdgroup> op;
+  auto product = op.get_destination_cooperative_tensor<Operand, Operand, float>();
+  for (ushort i = 0; i < product.get_capacity(); ++i)
+    if (product.is_valid_element(i)) product[i] = 0;
+  op.run(left, right, product);
+  product.store(out);
+}
+)";
+}
+
+namespace {
+
+// The facts supportsFamily() answers (no compile): the highest Apple family
+// of the device and Metal 4 from GPUFamilyMetal4; TensorOps still off.
+DeviceCapabilities family_capabilities(MTL::Device* device) {
+  DeviceCapabilities c;
+  c.gpu_family = GpuFamily::none;
+  for (GpuFamily f : {GpuFamily::apple7, GpuFamily::apple8, GpuFamily::apple9, GpuFamily::apple10})
+    if (device->supportsFamily(MTL::GPUFamily(kGpuFamilyApple7 + (int(f) - 7)))) c.gpu_family = f;
+  // 3.1 otherwise: what the other kernels are compiled as (macOS 14 and later).
+  c.metal = device->supportsFamily(kGpuFamilyMetal4) ? MetalVersion::v4_0 : MetalVersion::v3_1;
+  return c;
+}
+
+}  // namespace
+
+// TensorOps as shipped peers decide them: when the device supports GPU family
+// Metal4, a probe using matmul2d must compile and build a pipeline
+// (ggml-metal-device.m does the same before it sets has_tensor).
+void MetalBackend::detect_capabilities() const {
+  DeviceCapabilities c = family_capabilities(device_);
+  const bool metal4 = c.metal >= MetalVersion::v4_0;
+  const char* setting = std::getenv("MFAGEN_METAL_TENSOR_OPS");
+  if (!metal4) {
+    tensor_ops_diagnostic_ = "the device does not support GPU family Metal4";
+  } else if (setting && std::string_view(setting) == "0") {
+    tensor_ops_diagnostic_ = "turned off by MFAGEN_METAL_TENSOR_OPS=0";
+  } else {
+    Released<NS::AutoreleasePool> pool(NS::AutoreleasePool::alloc()->init());
+    Released<MTL::CompileOptions> options(MTL::CompileOptions::alloc()->init());
+    options.object->setLanguageVersion(kLanguageVersion4_0);
+    NS::Error* error = nullptr;
+    Released<MTL::Library> library(device_->newLibrary(ns_string(tensor_ops_probe_source()), options.object, &error));
+    if (!library.object) {
+      tensor_ops_diagnostic_ = "the TensorOps probe does not compile: " + describe(error);
+    } else {
+      Released<MTL::Function> function(library.object->newFunction(ns_string("mfagen_tensor_ops_probe")));
+      Released<MTL::ComputePipelineState> pipeline(
+          function.object ? device_->newComputePipelineState(function.object, &error) : nullptr);
+      if (!pipeline.object)
+        tensor_ops_diagnostic_ = "the TensorOps probe builds no pipeline: " + describe(error);
+      else
+        c.tensor_ops = true;
+    }
+  }
+  capabilities_ = c;
+}
+
+DeviceCapabilities MetalBackend::capabilities() const {
+  std::call_once(capabilities_once_, [this] { detect_capabilities(); });
+  return capabilities_;
+}
+
+const std::string& MetalBackend::tensor_ops_diagnostic() const {
+  capabilities();
+  return tensor_ops_diagnostic_;
+}
+
 MetalBackend::~MetalBackend() {
   for (auto& [key, p] : pipelines_) p->release();
   for (auto& [key, l] : libraries_) l->release();
@@ -105,6 +214,18 @@ MetalBackend::~MetalBackend() {
 MTL::Library* MetalBackend::library_for(const Library& library, const KernelEntry& kernel) {
   const std::string key = (library.directory() / kernel.file).string() + "#" + kernel.hash;
   if (auto it = libraries_.find(key); it != libraries_.end()) return it->second;
+  // Only a TensorOps kernel needs the TensorOps probe; the others are checked
+  // against what supportsFamily() says.
+  const DeviceCapabilities device = kernel.requirements.tensor_ops ? capabilities() : family_capabilities(device_);
+  if (!device.satisfies(kernel.requirements))
+    throw std::runtime_error("metal backend: " + kernel.name + " requires Metal " +
+                             std::string(to_string(kernel.requirements.metal)) + ", GPU family " +
+                             std::string(to_string(kernel.requirements.gpu_family)) +
+                             (kernel.requirements.tensor_ops ? " and TensorOps" : "") + "; this device offers " +
+                             describe(device) +
+                             (kernel.requirements.tensor_ops && !device.tensor_ops ? " (" + tensor_ops_diagnostic_ + ")"
+                                                                                     : "") +
+                             "; select with library.select(query, backend.capabilities())");
   NS::Error* error = nullptr;
   MTL::Library* lib = nullptr;
   std::filesystem::path metallib = library.directory() / kernel.file;
@@ -115,7 +236,7 @@ MTL::Library* MetalBackend::library_for(const Library& library, const KernelEntr
   } else {
     Released<MTL::CompileOptions> options(MTL::CompileOptions::alloc()->init());
     options.object->setFastMathEnabled(true);  // the kernels never feed inf or NaN into math (see the templates)
-    options.object->setLanguageVersion(MTL::LanguageVersion3_1);  // bfloat
+    options.object->setLanguageVersion(language_version(kernel));  // 3.1: bfloat; 4.0: TensorOps
     const std::string source = read_text(library.directory() / kernel.file);
     lib = device_->newLibrary(ns_string(source), options.object, &error);
   }

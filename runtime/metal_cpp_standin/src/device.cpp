@@ -1,4 +1,5 @@
 // MTL::Device, its buffers and the stand-in's device options and counters.
+#include <algorithm>
 #include <cstring>
 
 #include "objects.h"
@@ -8,6 +9,20 @@ namespace mfagen::metal_standin {
 DeviceImpl::DeviceImpl(DeviceOptions o) : options(std::move(o)), device_name(new StringImpl(options.name)) {}
 
 MTL::Device* create_device(const DeviceOptions& options) { return new DeviceImpl(options); }
+
+std::vector<MTL::GPUFamily> families_of(int apple, bool metal4) {
+  std::vector<MTL::GPUFamily> families;
+  for (int f = 1; f <= apple; ++f) families.push_back(MTL::GPUFamily(MTL::GPUFamilyApple1 + f - 1));
+  families.insert(families.end(), {MTL::GPUFamilyMac2, MTL::GPUFamilyCommon1, MTL::GPUFamilyCommon2,
+                                   MTL::GPUFamilyCommon3});
+  if (apple >= 7) families.push_back(MTL::GPUFamilyMetal3);
+  if (metal4) families.push_back(MTL::GPUFamilyMetal4);
+  return families;
+}
+
+bool supports_family(const DeviceOptions& options, MTL::GPUFamily family) {
+  return std::find(options.gpu_families.begin(), options.gpu_families.end(), family) != options.gpu_families.end();
+}
 
 DeviceCounters counters(const MTL::Device* device) {
   const DeviceImpl* d = impl<DeviceImpl>(device);
@@ -45,6 +60,7 @@ Size Device::maxThreadsPerThreadgroup() const {
 NS::UInteger Device::maxThreadgroupMemoryLength() const {
   return impl<DeviceImpl>(this)->options.max_threadgroup_memory_length;
 }
+bool Device::supportsFamily(GPUFamily gpuFamily) { return supports_family(impl<DeviceImpl>(this)->options, gpuFamily); }
 
 CommandQueue* Device::newCommandQueue() {
   auto* queue = new QueueImpl;

@@ -17,6 +17,60 @@ constexpr NS::Integer kLibraryErrorUnsupported = 1, kLibraryErrorCompileFailure 
                       kLibraryErrorFunctionNotFound = 5, kLibraryErrorFileNotFound = 6;
 constexpr std::string_view kPipelineErrorDomain = "MTLComputePipelineErrorDomain";
 
+// The first header of Metal 4's TensorOps that `source` includes
+// (<metal_tensor>, <metal_cooperative_tensor>, <MetalPerformancePrimitives/...>),
+// or empty.
+std::string tensor_ops_header(std::string_view source) {
+  size_t at = 0;
+  while ((at = source.find("#", at)) != std::string_view::npos) {
+    size_t i = at + 1;
+    while (i < source.size() && (source[i] == ' ' || source[i] == '\t')) ++i;
+    if (source.substr(i, 7) == "include") {
+      const size_t open = source.find_first_of("<\"", i + 7), close = source.find_first_of(">\"\n", open + 1);
+      if (open != std::string_view::npos && close != std::string_view::npos && source[close] != '\n') {
+        const std::string_view header = source.substr(open + 1, close - open - 1);
+        if (header == "metal_tensor" || header == "metal_cooperative_tensor" ||
+            header.starts_with("MetalPerformancePrimitives/"))
+          return std::string(header);
+      }
+    }
+    at = i;
+  }
+  return {};
+}
+
+std::string_view version_text(MTL::LanguageVersion v) {
+  switch (v) {
+    case MTL::LanguageVersion2_4: return "2.4";
+    case MTL::LanguageVersion3_0: return "3.0";
+    case MTL::LanguageVersion3_1: return "3.1";
+    case MTL::LanguageVersion3_2: return "3.2";
+    case MTL::LanguageVersion4_0: return "4.0";
+  }
+  return "unknown";
+}
+
+// Why Apple's compiler would refuse `source` on this device before compiling
+// it, or empty: a language version the device's OS lacks, or TensorOps
+// headers below Metal 4.0 or where the SDK has none (DeviceOptions).
+std::string refusal(const DeviceImpl& device, std::string_view source, MTL::LanguageVersion version) {
+  const bool metal4 = supports_family(device.options, MTL::GPUFamilyMetal4);
+  if (version >= MTL::LanguageVersion4_0 && !metal4)
+    return fmt::format("language version {} is not supported on this device ({} lacks GPUFamilyMetal4)",
+                       version_text(version), device.options.name);
+  const std::string header = tensor_ops_header(source);
+  if (header.empty()) return {};
+  if (!metal4 || !device.options.tensor_ops)
+    return fmt::format("program_source: fatal error: '{}' file not found (this OS and device have no Metal 4 "
+                       "TensorOps)",
+                       header);
+  if (version < MTL::LanguageVersion4_0)
+    return fmt::format("program_source: error: <{}> needs Metal Shading Language 4.0; this library is compiled as "
+                       "{} (set MTL::LanguageVersion4_0)",
+                       header, version_text(version));
+  return {};
+}
+
 std::shared_ptr<const cpu::Module> compile(const DeviceImpl& device, std::string_view source,
                                            std::map<uint32_t, cpu::ConstantValue> constants) {
   cpu::CompileOptions options;
@@ -130,12 +184,18 @@ Function* Library::newFunction(const NS::String* name, const FunctionConstantVal
   return function;
 }
 
-Library* Device::newLibrary(const NS::String* source, const CompileOptions*, NS::Error** error) {
+Library* Device::newLibrary(const NS::String* source, const CompileOptions* options, NS::Error** error) {
   DeviceImpl* self = impl<DeviceImpl>(this);
   ++self->libraries_compiled;
   auto* library = new LibraryImpl;
   library->owner = Owned<Device>::retained(this);
   library->source = source ? source->utf8String() : "";
+  const MTL::LanguageVersion version = options ? options->languageVersion() : kDefaultLanguageVersion;
+  if (std::string refused = refusal(*self, library->source, version); !refused.empty()) {
+    library->release();
+    report_error(error, kLibraryErrorDomain, kLibraryErrorCompileFailure, std::move(refused));
+    return nullptr;
+  }
   try {
     library->module = compile(*self, library->source, {});
   } catch (const cpu::CompileError& e) {

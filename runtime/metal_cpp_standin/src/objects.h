@@ -69,6 +69,9 @@ struct ErrorImpl final : NS::Error {
   ErrorImpl(std::string_view domain_name, NS::Integer error_code, std::string text);
 };
 
+// Whether `family` is among the device's configured GPU families.
+bool supports_family(const DeviceOptions& options, MTL::GPUFamily family);
+
 // *error = an autoreleased error (when error is not null), as Metal reports failures.
 void report_error(NS::Error** error, std::string_view domain, NS::Integer code, std::string text);
 
@@ -85,9 +88,13 @@ struct BufferImpl final : MTL::Buffer {
   MTL::StorageMode mode = MTL::StorageModeShared;
 };
 
+// The stand-in's language version when none is set (Metal's is the newest the
+// OS has; the stand-in stays at the version mfagen's simdgroup_matrix kernels need).
+inline constexpr MTL::LanguageVersion kDefaultLanguageVersion = MTL::LanguageVersion3_1;
+
 struct CompileOptionsImpl final : MTL::CompileOptions {
   bool fast_math = true;  // Metal's default
-  MTL::LanguageVersion version = MTL::LanguageVersion3_1;
+  MTL::LanguageVersion version = kDefaultLanguageVersion;
 };
 
 struct FunctionConstantValuesImpl final : MTL::FunctionConstantValues {

@@ -18,8 +18,9 @@ enum class MetalVersion : uint8_t { v3_0, v3_1, v3_2, v4_0 };
 
 // Apple GPU families (MTLGPUFamilyApple7 ...), in order: a device of one
 // family supports every earlier one. apple7: M1 / A14, apple8: M2 / A15-A16,
-// apple9: M3, M4 / A17-A18, apple10: M5 / A19.
-enum class GpuFamily : uint8_t { apple7 = 7, apple8, apple9, apple10 };
+// apple9: M3, M4 / A17-A18, apple10: M5 / A19. none: a device of none of
+// them (no simdgroup_matrix: no mfagen kernel runs there); never required.
+enum class GpuFamily : uint8_t { none = 0, apple7 = 7, apple8, apple9, apple10 };
 
 // What a kernel needs. The default is what every simdgroup_matrix kernel
 // needs (and what a manifest without "requires" means): Metal 3.1, Apple7.
@@ -60,7 +61,7 @@ constexpr std::string_view to_string(MetalVersion v) {
 constexpr std::string_view to_string(GpuFamily f) {
   for (const auto& [name, value] : kGpuFamilyNames)
     if (value == f) return name;
-  return "unknown";
+  return "none";
 }
 
 }  // namespace mfagen

@@ -31,6 +31,28 @@ enum LanguageVersion : NS::UInteger {
   LanguageVersion3_0 = 196608,
   LanguageVersion3_1 = 196609,
   LanguageVersion3_2 = 196610,
+  LanguageVersion4_0 = 262144,  // Metal 4 (macOS 26): <metal_tensor>, MetalPerformancePrimitives' TensorOps
+};
+
+// Device::supportsFamily(): Apple GPU families (Apple7: M1 / A14 ... Apple10:
+// M5 / A19), Mac, Common and the Metal feature families (Metal3, Metal4).
+enum GPUFamily : NS::Integer {
+  GPUFamilyApple1 = 1001,
+  GPUFamilyApple2 = 1002,
+  GPUFamilyApple3 = 1003,
+  GPUFamilyApple4 = 1004,
+  GPUFamilyApple5 = 1005,
+  GPUFamilyApple6 = 1006,
+  GPUFamilyApple7 = 1007,
+  GPUFamilyApple8 = 1008,
+  GPUFamilyApple9 = 1009,
+  GPUFamilyApple10 = 1010,
+  GPUFamilyMac2 = 2002,
+  GPUFamilyCommon1 = 3001,
+  GPUFamilyCommon2 = 3002,
+  GPUFamilyCommon3 = 3003,
+  GPUFamilyMetal3 = 5001,
+  GPUFamilyMetal4 = 5002,
 };
 
 enum BarrierScope : NS::UInteger {

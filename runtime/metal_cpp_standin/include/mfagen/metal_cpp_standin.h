@@ -13,11 +13,26 @@
 
 namespace mfagen::metal_standin {
 
+// The families Device::supportsFamily() answers true for on a device of Apple
+// GPU family `apple` (7: M1 ... 10: M5): Apple1..Apple`apple`, Mac2,
+// Common1..Common3, Metal3 (Apple7 and later) and, when `metal4` (macOS 26
+// and later), Metal4.
+std::vector<MTL::GPUFamily> families_of(int apple, bool metal4);
+
 struct DeviceOptions {
   std::string name = "mfagen cpu stand-in";
   NS::UInteger max_threads_per_threadgroup = 1024;     // per pipeline and per device
   NS::UInteger max_threadgroup_memory_length = 32768;  // bytes, static + setThreadgroupMemoryLength
   bool detectors = true;  // the cpu backend's out-of-bounds, race, barrier and uninitialized-read detectors
+  // What supportsFamily() answers: by default an M5 on macOS 26.
+  std::vector<MTL::GPUFamily> gpu_families = families_of(10, true);
+  // Whether the OS's Metal compiler has TensorOps (<metal_tensor>,
+  // MetalPerformancePrimitives). false (or no GPUFamilyMetal4 above): every
+  // source that includes them fails to compile with the compiler's "file not
+  // found", as where the SDK lacks them. Where true, such sources compile on
+  // the cpu backend's TensorOps stand-in with LanguageVersion4_0 (the
+  // stand-in's CompileOptions default to 3.1: set 4.0 explicitly).
+  bool tensor_ops = true;
 };
 
 // A new device (an owned reference: release() it).

@@ -9,6 +9,16 @@
 // function constant values, and encodes a plan's launches in order with a
 // buffer barrier between dependent launches.
 //
+// capabilities() says what the device offers selection (Metal version, Apple
+// GPU family, TensorOps), detected as shipped peers do: TensorOps need GPU
+// family Metal4 and a probe kernel using mpp::tensor_ops::matmul2d that
+// compiles and builds a pipeline (llama.cpp's has_tensor; MLX additionally
+// gates its NAX kernels on GPU generation 17+, which the TensorOps kernels'
+// own requirement, family apple10, matches). MFAGEN_METAL_TENSOR_OPS=0 turns
+// them off. Kernels whose manifest "requires" the device does not satisfy
+// are refused before compiling; TensorOps kernels compile as Metal 4.0, the
+// others as 3.1.
+//
 // Two ways to use it:
 //  - run(): the Backend interface; copies tensors into shared buffers,
 //    allocates scratch buffers, commits and waits (tests, tools, examples);
@@ -19,6 +29,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -47,6 +58,15 @@ class MetalBackend final : public Backend {
   std::string_view name() const override { return "metal"; }
   bool measures_gpu_time() const override { return !MFAGEN_METAL_STANDIN; }
   MTL::Device* device() const { return device_; }
+  // Detected at the first call (the TensorOps probe compiles a small kernel),
+  // then a copy of the stored answer: no allocation, no lock.
+  DeviceCapabilities capabilities() const override;
+  // Why TensorOps are off (empty when on): no GPU family Metal4,
+  // MFAGEN_METAL_TENSOR_OPS=0, or the probe's compile or pipeline error.
+  const std::string& tensor_ops_diagnostic() const;
+  // The probe: a kernel whose matmul2d over half operands into a float
+  // destination every TensorOps kernel mfagen generates relies on.
+  static const char* tensor_ops_probe_source();
 
   // Copies the tensors into shared buffers, runs, copies written tensors back.
   RunStats run(const Library& library, const KernelEntry& kernel, const DispatchPlan& plan,
@@ -80,8 +100,13 @@ class MetalBackend final : public Backend {
   Pipelines build_pipelines(const Library& library, const KernelEntry& kernel);           // caller holds mutex_
   Pipelines pipelines(const Library& library, const KernelEntry& kernel);
 
+  void detect_capabilities() const;
+
   MTL::Device* device_;
   MTL::CommandQueue* queue_;
+  mutable std::once_flag capabilities_once_;
+  mutable DeviceCapabilities capabilities_;
+  mutable std::string tensor_ops_diagnostic_;
   std::mutex mutex_;  // guards the caches below; prepared kernels are read without it
   std::unordered_map<std::string, MTL::Library*> libraries_;               // by kernel file + hash
   std::unordered_map<std::string, MTL::ComputePipelineState*> pipelines_;  // by library + entry + constant values
