@@ -34,6 +34,7 @@
 #include "check/rules.h"
 #include "check/signatures.h"
 #include "check/standin_pch.h"
+#include "check/tensor_rules.h"
 
 #ifndef MFAGEN_CHECK_STANDIN_DIR
 #define MFAGEN_CHECK_STANDIN_DIR ""
@@ -198,6 +199,7 @@ class CheckConsumer : public clang::ASTConsumer {
     rules.register_on(finder);
     finder.matchAST(context);
     find_recursion(context, top_level, findings);
+    find_tensor_op_misuse(context, top_level, findings);
     const clang::SourceManager& sm = context.getSourceManager();
     for (const Finding& f : findings) {
       Diagnostic d = locator_.locate(sm, f.location);

@@ -56,6 +56,13 @@ struct FunctionConstant {
   unsigned line = 0;
 };
 
+// A tensor operation's execution_simdgroups<N> scope (N > 1): the kernel
+// must be dispatched with N SIMD groups per threadgroup (DESIGN.md section 15).
+struct TensorOpScope {
+  uint32_t simdgroups = 0;
+  unsigned line = 0;  // its first use
+};
+
 struct KernelSignature {
   std::string name;
   unsigned line = 0;
@@ -65,6 +72,9 @@ struct KernelSignature {
   // Sum of the kernel-scope `threadgroup T name[...]` declarations (static
   // threadgroup memory; [[threadgroup(n)]] buffers are sized at dispatch).
   uint64_t threadgroup_memory_bytes = 0;
+  // The execution_simdgroups<N> scopes (N > 1) of the matmul2d operations it
+  // runs, directly or through functions of its file (tensor_rules.h).
+  std::vector<TensorOpScope> tensor_op_scopes;
   const BufferParam* buffer(uint32_t index) const;
 };
 

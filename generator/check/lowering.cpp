@@ -28,7 +28,12 @@ const std::set<std::string_view> kStandardAttributes = {"noreturn", "carries_dep
 
 constexpr std::string_view kKernelAnnotation = "__attribute__((annotate(\"msl:kernel\")))";
 
-bool allowed_header(std::string_view name) { return name == "metal_stdlib" || name.starts_with("metal_"); }
+// Metal's own headers, and MetalPerformancePrimitives (Metal 4 TensorOps'
+// matmul2d, DESIGN.md section 15) through its umbrella header.
+constexpr std::string_view kTensorOpsHeader = "MetalPerformancePrimitives/MetalPerformancePrimitives.h";
+bool allowed_header(std::string_view name) {
+  return name == "metal_stdlib" || name.starts_with("metal_") || name == kTensorOpsHeader;
+}
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -108,10 +113,11 @@ class Lowering {
       if (!include.is_include || allowed_header(include.header)) continue;
       finding(rules::kInclude, tokens[i].offset + include.offset,
               include.header.empty()
-                  ? std::string("only <metal_stdlib> and the <metal_*> headers may be included")
-                  : fmt::format("'{}' is not a Metal header: only <metal_stdlib> and the <metal_*> headers may be "
-                                "included",
-                                include.header));
+                  ? fmt::format("only <metal_stdlib>, the <metal_*> headers and <{}> may be included",
+                                kTensorOpsHeader)
+                  : fmt::format("'{}' is not a Metal header: only <metal_stdlib>, the <metal_*> headers and <{}> may "
+                                "be included",
+                                include.header, kTensorOpsHeader));
       std::string blank(line.size(), ' ');
       for (size_t j = 0; j < line.size(); ++j)
         if (line[j] == '\n') blank[j] = '\n';

@@ -18,8 +18,10 @@
 //     finding;
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
 //     renamed (mfagen/msl/opencl_keywords.h);
-//   - #include of anything but <metal_*> and `std::` names are lexical
-//     findings (the include line is blanked so parsing continues).
+//   - #include of anything but <metal_*> and
+//     <MetalPerformancePrimitives/MetalPerformancePrimitives.h>, and `std::`
+//     names are lexical findings (the include line is blanked so parsing
+//     continues).
 // Every rewrite replaces single tokens; newlines are never added or
 // removed: lowered line n is original line n.
 #pragma once

@@ -125,6 +125,25 @@ class ManifestChecker {
                                    "function constant {}",
                                    result.file, index, c->name, c->type, index));
 
+    // Tensor operations over execution_simdgroups<N> need N SIMD groups per
+    // threadgroup (else undefined behaviour, DESIGN.md section 15).
+    if (entry.contains("dispatch")) {
+      const Json& dispatch = entry["dispatch"];
+      auto check_threads = [&](const std::string& entry_point, const char* key) {
+        const KernelSignature* k = result.kernel(entry_point);
+        if (!k || !dispatch.contains(key)) return;
+        const uint64_t threads = dispatch[key].get<uint64_t>();
+        for (const TensorOpScope& scope : k->tensor_op_scopes)
+          if (32ull * scope.simdgroups != threads)
+            error(scope.line, fmt::format("kernel '{}' runs a tensor operation over execution_simdgroups<{}>, which "
+                                          "needs {} threads per threadgroup, but the manifest dispatches {} ({})",
+                                          entry_point, scope.simdgroups, 32 * scope.simdgroups, threads, key));
+      };
+      check_threads(kernel, "threads_per_threadgroup");
+      if (dispatch.contains("combine_entry"))
+        check_threads(dispatch["combine_entry"].get<std::string>(), "combine_threads_per_threadgroup");
+    }
+
     // Static threadgroup memory.
     if (entry.contains("dispatch") && entry["dispatch"].contains("threadgroup_memory_bytes")) {
       uint64_t manifest_bytes = entry["dispatch"]["threadgroup_memory_bytes"].get<uint64_t>();

@@ -14,7 +14,7 @@ inline constexpr std::string_view kExceptions = "exceptions";                   
 inline constexpr std::string_view kDynamicAllocation = "dynamic-allocation";   // new, delete, malloc & co
 inline constexpr std::string_view kGoto = "goto";
 inline constexpr std::string_view kStdLibrary = "std-library";                 // std:: names
-inline constexpr std::string_view kInclude = "include";                        // headers other than <metal_*>
+inline constexpr std::string_view kInclude = "include";  // headers other than <metal_*> and MetalPerformancePrimitives
 inline constexpr std::string_view kThreadPointerEscape = "thread-pointer-escape";  // thread pointer stored to device memory
 inline constexpr std::string_view kGenericPointer = "generic-pointer";         // `float* p = device_ptr;`
 inline constexpr std::string_view kKernelParameterAttribute = "kernel-parameter-attribute";
@@ -22,6 +22,10 @@ inline constexpr std::string_view kDuplicateBindingIndex = "duplicate-binding-in
 inline constexpr std::string_view kKernelReturnType = "kernel-return-type";    // kernels return void
 inline constexpr std::string_view kDouble = "double";
 inline constexpr std::string_view kStaticLocal = "static-local";
+// TensorOps (tensor_rules.h): a cooperative tensor outside thread memory; an
+// execution_simdgroups<N> scope larger than the threadgroup can be.
+inline constexpr std::string_view kCooperativeTensorSpace = "cooperative-tensor-space";
+inline constexpr std::string_view kTensorOpScope = "tensor-op-scope";
 // Not Metal rules: clang's own errors, valid Metal the cpu backend (where
 // kernels are tested) cannot lower (`-(float4)x`), and manifest cross-check
 // mismatches.

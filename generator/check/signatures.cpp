@@ -5,6 +5,7 @@
 #include <clang/Basic/SourceManager.h>
 
 #include "check/ast_support.h"
+#include "check/tensor_rules.h"
 
 namespace mfagen::check {
 namespace {
@@ -99,6 +100,7 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const s
         ThreadgroupVariables visitor(context);
         visitor.TraverseStmt(fn->getBody());
         k.threadgroup_memory_bytes = visitor.bytes;
+        k.tensor_op_scopes = tensor_op_scopes(*fn, line_of);
       }
       kernels.push_back(std::move(k));
     }

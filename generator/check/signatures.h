@@ -1,6 +1,6 @@
-// Signature extraction: each kernel's buffers, builtin parameters and static
-// threadgroup memory, and the program's function constants, read from the
-// AST of the checked file.
+// Signature extraction: each kernel's buffers, builtin parameters, static
+// threadgroup memory and tensor-operation scopes, and the program's function
+// constants, read from the AST of the checked file.
 #pragma once
 
 #include <clang/AST/ASTContext.h>

@@ -20,6 +20,8 @@ inline std::string result_text(const CheckResult& r) {
     for (const BufferParam& b : k.threadgroup_buffers)
       out += fmt::format("  threadgroup({}) {} {}\n", b.index, b.metal_type(), b.name);
     for (const BuiltinParam& b : k.builtins) out += fmt::format("  [[{}]] {} {}\n", b.attribute, b.type, b.name);
+    for (const TensorOpScope& s : k.tensor_op_scopes)
+      out += fmt::format("  execution_simdgroups<{}> line {}\n", s.simdgroups, s.line);
   }
   for (const FunctionConstant& c : r.function_constants)
     out += fmt::format("function_constant({}) {} {} line {}\n", c.index, c.type, c.name, c.line);

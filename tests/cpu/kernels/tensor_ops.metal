@@ -477,28 +477,25 @@ kernel void guessed_layout(device half* A [[buffer(0)]], device half* B [[buffer
 }
 
 // ---- undefined behaviour the detectors report ------------------------------------
-// 16 x 16 x 16, half inputs (A, B packed 16 x 16), float C.
+// 16 x 16 x 16, half inputs (A, B packed 16 x 16), float C (16 x 16, then 16 more).
 #define SMALL_OPERANDS                                                                     \
   auto mA = dense(A, 16, 16, 16);                                                         \
   auto mB = dense(B, 16, 16, 16);                                                         \
   auto mC = dense(C, 16, 16, 16);                                                         \
   (void)mC
-#define SMALL_KERNEL(name, ...)                                                                                     \
-  kernel void name(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],      \
-                   ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]],         \
-                   ##__VA_ARGS__)
-
 constexpr constant auto kSmall = matmul2d_descriptor(16, 16, 16);
 
 // Half the SIMD group skips run().
-SMALL_KERNEL(partial_simdgroup) {
+kernel void partial_simdgroup(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                              ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   if (lane < 16) op.run(mA, mB, mC);  // MARK: partial simdgroup
 }
 
 // execution_simdgroups<2>: the second SIMD group skips run().
-SMALL_KERNEL(partial_simdgroups) {
+kernel void partial_simdgroups(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                               ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroups<2>> op;
   if (sg == 0) op.run(mA, mB, mC);  // MARK: partial simdgroups
@@ -508,14 +505,16 @@ SMALL_KERNEL(partial_simdgroups) {
 #ifndef SCOPE_N
 #define SCOPE_N 4
 #endif
-SMALL_KERNEL(scope_mismatch) {
+kernel void scope_mismatch(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                           ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroups<SCOPE_N>> op;
   op.run(mA, mB, mC);  // MARK: scope mismatch
 }
 
 // Accumulates into a cooperative destination never zeroed.
-SMALL_KERNEL(unzeroed_destination) {
+kernel void unzeroed_destination(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                                 ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
@@ -524,7 +523,8 @@ SMALL_KERNEL(unzeroed_destination) {
 }
 
 // Stores a cooperative tensor of which only slot 0 was written.
-SMALL_KERNEL(store_unwritten) {
+kernel void store_unwritten(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                            ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
@@ -533,7 +533,8 @@ SMALL_KERNEL(store_unwritten) {
 }
 
 // A cooperative left input of which only the first 4 slots were written.
-SMALL_KERNEL(unwritten_input) {
+kernel void unwritten_input(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                            ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto left = op.get_left_input_cooperative_tensor<half, half, float>();
@@ -546,7 +547,8 @@ SMALL_KERNEL(unwritten_input) {
 
 // A destination converted into a left input without asking
 // is_compatible_as_left_input (right only while the layouts agree).
-SMALL_KERNEL(unchecked_conversion) {
+kernel void unchecked_conversion(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                                 ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto p = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), half>();
@@ -560,7 +562,8 @@ SMALL_KERNEL(unchecked_conversion) {
 }
 
 // Row reduction of a destination never written.
-SMALL_KERNEL(reduce_unwritten) {
+kernel void reduce_unwritten(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                             ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
@@ -571,7 +574,8 @@ SMALL_KERNEL(reduce_unwritten) {
 
 // All of the above done right: no finding on any layout. C = (A B) B (16 x
 // 16), then C's row maxima at C + 256.
-SMALL_KERNEL(all_right) {
+kernel void all_right(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                      ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   threadgroup half staged[16 * 16];
   matmul2d<kSmall, execution_simdgroup> op;

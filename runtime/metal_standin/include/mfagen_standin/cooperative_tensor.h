@@ -154,8 +154,9 @@ struct __mf_coop_layout {
       }
       return int(slot) < capacity;
     }
-    const int local = int(slot) / per_fragment, e = int(slot) % per_fragment;
-    const int f = local * int(Simdgroups) + int(sg);
+    // (`local` is a keyword of C++ for OpenCL, which the checker parses the stand-in as.)
+    const int nth = int(slot) / per_fragment, e = int(slot) % per_fragment;
+    const int f = nth * int(Simdgroups) + int(sg);
     if (f >= fragments) return false;
     const uint qid = lane >> 2;
     const int fm = int((qid & 4u) | ((lane >> 1) & 3u));
