@@ -41,6 +41,7 @@ struct ExecArgs {
   std::string out_dir;
   bool no_detectors = false;
   unsigned workers = 0;
+  uint32_t tensor_layout_seed = 0;  // cooperative-tensor layout permutation (0: default layout)
   bool stats = false;
   bool profile = false;
   std::string name;           // profile: the kernel's label in reports
@@ -175,6 +176,7 @@ int run_exec(const ExecArgs& args) {
   check_grid(launch.threadgroups, launch.threads_per_threadgroup, args);
   launch.threadgroup_bytes = parse_threadgroup_bytes(args.threadgroup_bytes);
   launch.workers = args.workers;
+  launch.tensor_layout_seed = args.tensor_layout_seed;
   if (args.no_detectors) launch.detectors = {false, false, false, false};
 
   if (args.profile) {
@@ -267,6 +269,11 @@ void register_exec_command(CLI::App& app, CommandAction& action) {
   exec->add_flag("--no-detectors", args->no_detectors,
                  "compile without instrumentation: faster, no findings and no traffic counters");
   exec->add_option("--workers", args->workers, "threads running threadgroups in parallel (default: one per core)");
+  exec->add_option("--tensor-layout-seed", args->tensor_layout_seed,
+                   "permute every cooperative tensor's element layout with this seed (0, the default: the "
+                   "stand-in's default layout); a kernel that guesses slot positions instead of asking the "
+                   "cooperative tensor fails under a nonzero seed")
+      ->type_name("N");
   exec->add_flag("--stats", args->stats, "also print compile time and per-buffer traffic");
   exec->add_flag("--profile", args->profile,
                  "count what the launch executes and predict its time per Apple GPU (a model; see mfagen profile)");

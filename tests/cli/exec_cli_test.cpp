@@ -155,6 +155,41 @@ TEST_F(ExecCli, VectorsStructsAndFunctionConstants) {
   EXPECT_EQ(output(0).dtype, "<f2");
 }
 
+TEST_F(ExecCli, TensorLayoutSeedMovesCooperativeTensorSlots) {
+  auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {(kKernels / "slot_positions.metal").string(),
+                                  "--entry", "slot_positions",
+                                  "--threadgroups", "1",
+                                  "--threads-per-threadgroup", "32",
+                                  "--buffer", "0=" + input<float>("out.npy", std::vector<float>(256, -1.0f), {256}),
+                                  "--out-dir", out_dir()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // The default layout: MLX NAX's 16 x 16 fragment (steel/attn/nax.h).
+  auto r = exec(args({}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<float> fixed = output(0).values<float>();
+  int at_fragment_position = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    for (int j = 0; j < 8; ++j) {
+      const int qid = lane >> 2, fm = (qid & 4) | ((lane >> 1) & 3), fn = ((qid & 2) | (lane & 1)) * 4;
+      at_fragment_position += fixed[(fm + 8 * (j / 4)) * 16 + fn + j % 4] == float(lane * 100 + j);
+    }
+  EXPECT_EQ(at_fragment_position, 256);
+  fs::remove_all(dir_ / "out");
+  r = exec(args({"--tensor-layout-seed", "3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<float> permuted = output(0).values<float>();
+  int moved = 0;
+  for (int i = 0; i < 256; ++i) moved += permuted[i] != fixed[i];
+  EXPECT_GT(moved, 200) << "--tensor-layout-seed 3 leaves most slots where they were";
+  std::vector<float> sorted_fixed = fixed, sorted_permuted = permuted;
+  std::sort(sorted_fixed.begin(), sorted_fixed.end());
+  std::sort(sorted_permuted.begin(), sorted_permuted.end());
+  EXPECT_EQ(sorted_fixed, sorted_permuted) << "a permutation: every slot still lands once";
+}
+
 TEST_F(ExecCli, ThreadgroupMemoryReduction) {
   std::vector<float> in(256);
   for (int i = 0; i < 256; ++i) in[i] = float(i % 7) - 3.0f;

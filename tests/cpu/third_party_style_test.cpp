@@ -105,5 +105,82 @@ TEST_P(ElementAlignedVectors, LoadAndStoreWithoutFaulting) {
 }
 INSTANTIATE_TEST_SUITE_P(Instrumented, ElementAlignedVectors, ::testing::Bool());
 
+// MLX's NAX kernels (kernels/third_party_style_nax.metal): metal::uniform,
+// __metal_get_thread_index_in_simdgroup, metal::remove_addrspace_t,
+// `metal::vec<T, N> x{0}` and `AccumType(frag[j])`.
+TEST(ThirdPartyStyleNax, ScalarIdioms) {
+  auto module = compile_kernel("third_party_style_nax.metal");
+  std::vector<float> out(32 * 6, -1.0f), scale = {1.5f};
+  std::vector<int32_t> count = {10};
+  auto result = run(*module, "nax_idioms", {1, 1, 1}, {32, 1, 1}, {bind(0, out), bind(1, scale), bind(2, count)});
+  EXPECT_TRUE(IsClean(result));
+  for (int lane = 0; lane < 32; ++lane) {
+    const float* o = &out[lane * 6];
+    EXPECT_EQ(o[0], float(lane)) << "__metal_get_thread_index_in_simdgroup(ushort())";
+    EXPECT_EQ(o[1], 3.0f * float(lane)) << "uniform<float> = make_uniform(x) * make_uniform(2.0f)";
+    EXPECT_EQ(o[2], 3.0f) << "i < uniform<int>, i += uniform<int> (10 in steps of 4)";
+    EXPECT_EQ(o[3], 7.0f) << "integral constant typed through remove_addrspace_t";
+    EXPECT_EQ(o[4], 20.0f * float(lane) + 1.0f) << "vec<T, N>{...} zero-fills; AccumType(frag[j])";
+    EXPECT_EQ(o[5], 41.0f) << "float4{float2, float2}";
+  }
+}
+
+// Cooperative inputs of a matmul2d with transposed operands hold the operand
+// as stored (MLX's S = Q K^T loads K rows into the right input): filled
+// through get_multidimensional_index they give op(A) * op(B) under any
+// layout; filled by MLX NAX's fragment positions only under the default one.
+struct CooperativeInputsCase {
+  const char* entry;
+  bool tl, tr;
+  uint32_t seed;
+  bool expect_product;
+};
+
+class CooperativeInputs : public ::testing::TestWithParam<CooperativeInputsCase> {};
+
+TEST_P(CooperativeInputs, ProductOfTheStoredOperands) {
+  const CooperativeInputsCase& c = GetParam();
+  static auto module = compile_kernel("third_party_style_nax.metal");
+  std::vector<uint16_t> a(16 * 16), b(16 * 32);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = to_half_bits(double(int(i * 7 % 17) - 8) / 8.0);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = to_half_bits(double(int(i * 5 % 13) - 6) / 4.0);
+  std::vector<float> out(16 * 32, -1.0f);
+  cpu::LaunchOptions options;
+  options.threadgroups = {1, 1, 1};
+  options.threads_per_threadgroup = {32, 1, 1};
+  options.buffers = {bind(0, a), bind(1, b), bind(2, out)};
+  options.tensor_layout_seed = c.seed;
+  auto result = cpu::launch(*module, c.entry, options);
+  EXPECT_TRUE(IsClean(result));
+  int wrong = 0;
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 32; ++n) {
+      double expected = 0;  // exact: multiples of 1/32 summed over 16 terms
+      for (int k = 0; k < 16; ++k)
+        expected += half_to_double(a[c.tl ? k * 16 + m : m * 16 + k]) *
+                    half_to_double(b[c.tr ? n * 16 + k : k * 32 + n]);
+      wrong += out[m * 32 + n] != float(expected);
+    }
+  if (c.expect_product)
+    EXPECT_EQ(wrong, 0) << c.entry << " seed " << c.seed;
+  else
+    EXPECT_GT(wrong, 16 * 32 / 2) << c.entry << " seed " << c.seed << ": a permuted layout must not match";
+}
+INSTANTIATE_TEST_SUITE_P(
+    Nax, CooperativeInputs,
+    ::testing::Values(CooperativeInputsCase{"inputs_nn", false, false, 0, true},
+                      CooperativeInputsCase{"inputs_nt", false, true, 0, true},
+                      CooperativeInputsCase{"inputs_tn", true, false, 0, true},
+                      CooperativeInputsCase{"inputs_tt", true, true, 0, true},
+                      CooperativeInputsCase{"inputs_nt", false, true, 5, true},
+                      CooperativeInputsCase{"inputs_tt", true, true, 5, true},
+                      CooperativeInputsCase{"guessed_nt", false, true, 0, true},
+                      CooperativeInputsCase{"guessed_tn", true, false, 0, true},
+                      CooperativeInputsCase{"guessed_nt", false, true, 5, false},
+                      CooperativeInputsCase{"guessed_tn", true, false, 5, false}),
+    [](const ::testing::TestParamInfo<CooperativeInputsCase>& info) {
+      return std::string(info.param.entry) + "_seed" + std::to_string(info.param.seed);
+    });
+
 }  // namespace
 }  // namespace mfagen::cputest

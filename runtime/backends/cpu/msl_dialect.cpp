@@ -129,23 +129,40 @@ void lower_dependent_casts(TokenView& v) {
 // `float4 acc = {0.f};`: Metal zero-fills the elements a brace list leaves
 // out, C++ for OpenCL rejects the short list. Declarations of builtin
 // vector types with a brace initializer become __mf_vector_braces<T>(...)
-// (mfagen_standin/lowering_support.h), which does what Metal does.
+// (mfagen_standin/lowering_support.h), which does what Metal does. The type
+// may also be `vec<T, N>` / `metal::vec<T, N>` and the initializer a direct
+// list, `metal::vec<float, 2> sum{0};` (MLX's steel_attention_nax.h).
 void lower_short_vector_braces(TokenView& v) {
   static const std::regex vector_type("(float|half|int|uint|short|ushort|char|uchar|long|ulong)[234]");
   for (size_t k = 0; k + 3 < v.count(); ++k) {
-    if (!v.is_identifier(k) || !std::regex_match(std::string(v.text(k)), vector_type)) continue;
-    // `float4 a = {0.f}, b = {0.f};`: every declarator of the declaration.
-    for (size_t name = k + 1; v.is_identifier(name) && v.is(name + 1, "=") && v.is(name + 2, "{");) {
-      size_t close = v.matching(name + 2);
+    size_t last = k;  // the type's last token
+    std::string type;
+    if (v.is_identifier(k) && std::regex_match(std::string(v.text(k)), vector_type)) {
+      type = v.text(k);
+    } else if (v.is(k, "vec") && v.is(k + 1, "<") && (!v.is(k - 1, "::") || v.is(k - 2, "metal"))) {
+      last = v.find_matching(k + 1);
+      if (last >= v.count()) continue;
+      type = v.is(k - 1, "::") ? "metal::" : "";
+      for (size_t j = k; j <= last; ++j) type += fmt::format("{}{}", v.text(j), v.is(j, ",") ? " " : "");
+    } else {
+      continue;
+    }
+    // `float4 a = {0.f}, b{0.f};`: every declarator of the declaration.
+    for (size_t name = last + 1; v.is_identifier(name);) {
+      const bool copy = v.is(name + 1, "=") && v.is(name + 2, "{");
+      if (!copy && !v.is(name + 1, "{")) break;
+      const size_t open = copy ? name + 2 : name + 1;
+      size_t close = v.matching(open);
       bool nested = false;
-      for (size_t j = name + 3; j < close; ++j) nested |= v.is(j, "{");
+      for (size_t j = open + 1; j < close; ++j) nested |= v.is(j, "{");
       if (!nested) {
-        v.replace(name + 2, fmt::format("__mf_vector_braces<{}>(", v.text(k)));
+        v.replace(open, fmt::format("{}__mf_vector_braces<{}>(", copy ? "" : "= ", type));
         v.replace(close, ")");
       }
       if (!v.is(close + 1, ",")) break;
       name = close + 2;
     }
+    k = last;
   }
 }
 

@@ -162,12 +162,22 @@ METAL_FUNC auto operator->*(__mf_dep_cast<T>, X x) {
     return (T)x;
 }
 // T(args...) for the same T: Metal's vector constructor when T is a vector.
-template <class T, class... A>
-METAL_FUNC auto __mf_dep_ctor(A&&... args) {
+// Scalars, vectors and bfloat take their arguments by value, so that a
+// vector element converts (`AccumType(frag[j])`, MLX's steel_attention_nax.h:
+// no reference binds to a vector element); classes get them forwarded.
+template <class T>
+inline constexpr bool __mf_dep_ctor_by_value =
+    __is_scalar(::__mf_unqual<T>) || ::__mf_vt<T>::is_vec || __is_same(::__mf_unqual<T>, bfloat);
+template <class T, class... A, ::__mf_if<__mf_dep_ctor_by_value<T>> = 0>
+METAL_FUNC auto __mf_dep_ctor(A... args) {
   if constexpr (::__mf_vt<T>::is_vec)
-    return __mf_vec_ctor<::__mf_unqual<T>>(static_cast<A&&>(args)...);
+    return __mf_vec_ctor<::__mf_unqual<T>>(args...);
   else
-    return T(static_cast<A&&>(args)...);
+    return T(args...);
+}
+template <class T, class... A, ::__mf_if<!__mf_dep_ctor_by_value<T>> = 0>
+METAL_FUNC auto __mf_dep_ctor(A&&... args) {
+  return T(static_cast<A&&>(args)...);
 }
 
 // Bit reinterpretation; sizes must match.

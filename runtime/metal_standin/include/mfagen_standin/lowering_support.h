@@ -67,12 +67,18 @@ inline __attribute__((always_inline)) R __mf_reinterpret_ref(S& source) {
 // ---- __mf_vector_braces -----------------------------------------------------------
 // `float4 acc = {0.f};` (llama.cpp): the leading elements from the list, the
 // rest zero, as Metal does; C++ for OpenCL wants every element.
+// Vectors among the elements (`float4 v{xy, zw}`): the list as C++ for
+// OpenCL reads it.
 template <class V, class... A>
 inline __attribute__((always_inline)) V __mf_vector_braces(A... values) {
-  static_assert(sizeof...(A) <= sizeof(V) / sizeof(V{}[0]), "too many elements in vector initialization");
-  V v;
-  for (int i = 0; i < int(sizeof(V) / sizeof(v[0])); ++i) v[i] = 0;
-  int i = 0;
-  ((v[i++] = values), ...);
-  return v;
+  if constexpr (!(__is_scalar(A) && ...)) {
+    return V{values...};
+  } else {
+    static_assert(sizeof...(A) <= sizeof(V) / sizeof(V{}[0]), "too many elements in vector initialization");
+    V v;
+    for (int i = 0; i < int(sizeof(V) / sizeof(v[0])); ++i) v[i] = 0;
+    int i = 0;
+    ((v[i++] = values), ...);
+    return v;
+  }
 }

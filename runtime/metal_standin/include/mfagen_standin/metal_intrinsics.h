@@ -34,6 +34,10 @@ METAL_FUNC float __metal_ldexp(float x, int k, int = 0) { return ::__mf_fm::ldex
 
 METAL_FUNC ushort __metal_get_simdgroup_size(ushort) { return 32; }
 METAL_FUNC uint __metal_get_simdgroup_size(uint) { return 32; }
+// thread_index_in_simdgroup, as MLX's steel/attn/nax.h reads it
+// (__metal_get_thread_index_in_simdgroup(ushort())).
+METAL_FUNC ushort __metal_get_thread_index_in_simdgroup(ushort) { return ushort(__mf_simd_lane()); }
+METAL_FUNC uint __metal_get_thread_index_in_simdgroup(uint) { return __mf_simd_lane(); }
 
 #define __MF_INTRIN_SIMD1(NAME)         \
   template <class T>                    \

@@ -26,8 +26,10 @@
 // * Cooperative inputs, conversions from a destination
 //   (get_left_input_cooperative_tensor(src), only when
 //   is_compatible_as_left_input(src); permuted layouts are never compatible)
-//   and the right-hand mirrors need execution_simdgroup, a static k and no
-//   transpose, as Apple's static_asserts say.
+//   and the right-hand mirrors need execution_simdgroup and a static k, as
+//   Apple's static_asserts say; conversions also need no transpose. A
+//   transposed cooperative input holds the operand as stored (k x m for the
+//   left, n x k for the right), as MLX's NAX kernels fill it.
 // * reduce_rows / reduce_columns (sum, max, min; identity argument defaults
 //   to sum's, as in Apple's header) fold in column (row) order.
 #pragma once
@@ -254,17 +256,23 @@ class matmul2d {
   static constexpr bool __transpose_right = __mf_desc::transpose_right(Descriptor);
   static constexpr bool __accumulate = __mf_desc::accumulate(Descriptor);
   static constexpr bool __single_simdgroup = __is_same(Scope, metal::execution_simdgroup);
+  // Cooperative inputs hold the operand as stored: a transposed left input
+  // is k x m, a transposed right input n x k (MLX's steel/attn/nax.h loads
+  // K rows into the right input of S = Q K^T).
+  static constexpr int __kk = __k > 0 ? __k : 1;
+  static constexpr int __left_rows = __transpose_left ? __kk : __m, __left_cols = __transpose_left ? __m : __kk;
+  static constexpr int __right_rows = __transpose_right ? __n : __kk, __right_cols = __transpose_right ? __kk : __n;
 
   METAL_FUNC matmul2d() = default;
 
   template <class Left, class Right, class Element, class Coord = int, class... CoopArgs>
   using cooperative_tensor_left_input_t =
       metal::cooperative_tensor<Left, metal::dextents<Coord, 2>,
-                                metal::__mf_coop_layout<metal::__mf_coop_left, __m, (__k > 0 ? __k : 1), 1, Descriptor>>;
+                                metal::__mf_coop_layout<metal::__mf_coop_left, __left_rows, __left_cols, 1, Descriptor>>;
   template <class Left, class Right, class Element, class Coord = int, class... CoopArgs>
   using cooperative_tensor_right_input_t =
       metal::cooperative_tensor<Right, metal::dextents<Coord, 2>,
-                                metal::__mf_coop_layout<metal::__mf_coop_right, (__k > 0 ? __k : 1), __n, 1, Descriptor>>;
+                                metal::__mf_coop_layout<metal::__mf_coop_right, __right_rows, __right_cols, 1, Descriptor>>;
   template <class LeftOperand, class RightOperand, class Element, class Coord = int, class... CoopArgs>
   using cooperative_tensor_destination_t =
       metal::cooperative_tensor<Element, metal::dextents<Coord, 2>,
@@ -281,13 +289,11 @@ class matmul2d {
   template <class Left, class Right, class Element, class Coord = int, class... CoopArgs>
   METAL_FUNC cooperative_tensor_left_input_t<Left, Right, Element, Coord> get_left_input_cooperative_tensor() const {
     __mf_check_input_types<Left, Right, Element, Coord>();
-    static_assert(!__transpose_left, "Input cooperative tensor cannot be transposed");
     return {};
   }
   template <class Left, class Right, class Element, class Coord = int, class... CoopArgs>
   METAL_FUNC cooperative_tensor_right_input_t<Left, Right, Element, Coord> get_right_input_cooperative_tensor() const {
     __mf_check_input_types<Left, Right, Element, Coord>();
-    static_assert(!__transpose_right, "Input cooperative tensor cannot be transposed");
     return {};
   }
   template <class LeftOperand, class RightOperand, class Element, class Coord = int, class... CoopArgs>
@@ -436,7 +442,8 @@ class matmul2d {
       } else {
         bool written = true;
         const auto v = scope_of_op.template read<__mf_unqual<LeftOperand>>(
-            L::layout::map::current().owner(row, kk), 0, written);
+            __transpose_left ? L::layout::map::current().owner(kk, row) : L::layout::map::current().owner(row, kk), 0,
+            written);
         unwritten_input |= !written;
         return __mf_widen(v);
       }
@@ -450,7 +457,8 @@ class matmul2d {
       } else {
         bool written = true;
         const auto v = scope_of_op.template read<__mf_unqual<RightOperand>>(
-            R::layout::map::current().owner(kk, col), 1, written);
+            __transpose_right ? R::layout::map::current().owner(col, kk) : R::layout::map::current().owner(kk, col), 1,
+            written);
         unwritten_input |= !written;
         return __mf_widen(v);
       }

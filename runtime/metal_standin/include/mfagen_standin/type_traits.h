@@ -206,6 +206,12 @@ template <class T>
 using remove_all_extents_t = typename remove_all_extents<T>::type;
 template <class T>
 using remove_address_space_t = typename remove_address_space<T>::type;
+// Metal's library also spells it remove_addrspace (MLX's
+// steel/utils/integral_constant.h uses metal::remove_addrspace_t).
+template <class T>
+struct remove_addrspace : remove_address_space<T> {};
+template <class T>
+using remove_addrspace_t = typename remove_address_space<T>::type;
 template <class T>
 using add_const_t = typename add_const<T>::type;
 template <class T>
