@@ -187,8 +187,7 @@ class SpaceScanner : public clang::RecursiveASTVisitor<SpaceScanner> {
          fmt::format("{} {} a cooperative tensor in {} memory: cooperative tensors are thread-private (each thread of "
                      "the operation's scope holds its part of the elements); share data through a tensor over {} "
                      "memory with store() and load()",
-                     what, verb, space_name(space),
-                     space_name(space))});
+                     what, verb, space_name(space), space_name(space))});
   }
   const clang::SourceManager& sm_;
   std::vector<Finding>& findings_;
@@ -217,7 +216,8 @@ void find_tensor_op_misuse(clang::ASTContext& context, const std::vector<clang::
   for (const clang::Decl* d : top_level) collect_functions(d, functions);
   std::set<clang::SourceLocation::UIntTy> reported;
   auto report = [&](clang::SourceLocation at, std::string message) {
-    if (reported.insert(at.getRawEncoding()).second) findings.push_back({rules::kTensorOpScope, at, std::move(message)});
+    if (reported.insert(at.getRawEncoding()).second)
+      findings.push_back({rules::kTensorOpScope, at, std::move(message)});
   };
   for (const clang::FunctionDecl* fn : functions) {
     if (!in_main_file(*fn)) continue;

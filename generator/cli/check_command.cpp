@@ -43,6 +43,9 @@ std::string signature_text(const check::KernelSignature& k) {
   for (const check::BufferParam& b : k.threadgroup_buffers)
     out += fmt::format("    [[threadgroup({})]] {} {}\n", b.index, b.metal_type(), b.name);
   for (const check::BuiltinParam& b : k.builtins) out += fmt::format("    [[{}]] {} {}\n", b.attribute, b.type, b.name);
+  for (const check::TensorOpScope& s : k.tensor_op_scopes)
+    out += fmt::format("    tensor operation over execution_simdgroups<{}> (line {}): {} threads per threadgroup\n",
+                       s.simdgroups, s.line, 32 * s.simdgroups);
   return out;
 }
 
@@ -90,9 +93,12 @@ void register_check_command(CLI::App& app, CommandAction& action) {
       "[compile-error], valid Metal the cpu backend cannot lower [cpu-lowering], and what Metal\n"
       "rejects: recursion, function-pointer, virtual-function, exceptions, dynamic-allocation, goto,\n"
       "std-library, include, thread-pointer-escape, generic-pointer, kernel-parameter-attribute,\n"
-      "duplicate-binding-index, kernel-return-type, double, static-local. With --manifest, each\n"
-      "kernel's buffers, function constants and static threadgroup memory must match its manifest\n"
-      "entry [manifest].\n\n"
+      "duplicate-binding-index, kernel-return-type, double, static-local; and misused Metal 4\n"
+      "TensorOps: cooperative-tensor-space (a cooperative tensor outside thread memory),\n"
+      "tensor-op-scope (execution_simdgroups<N> larger than the threadgroup can be). With\n"
+      "--manifest, each kernel's buffers, function constants and static threadgroup memory must\n"
+      "match its manifest entry, and its threads per threadgroup the N of its execution_simdgroups<N>\n"
+      "tensor operations [manifest].\n\n"
       "Exit status: 0 clean, 1 findings or unreadable input, 2 internal error.");
   cmd->add_option("files", args->files, "MSL files to check")->required()->type_name("FILE.metal");
   cmd->add_option("--manifest", args->manifest, "cross-check the kernels' signatures against this manifest.json")

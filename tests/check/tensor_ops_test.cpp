@@ -8,6 +8,9 @@
 // precompiled stand-in and with the stand-in parsed for the file, alike.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "check/check.h"
@@ -58,8 +61,7 @@ void expect_rule(const std::string& body, std::string_view rule, const std::stri
   const unsigned line = line_of(source, marker);
   bool found = false;
   for (const Diagnostic& d : r.diagnostics)
-    found |= d.rule == rule && d.line == line && d.file == "snippet.metal" &&
-             d.message.find(says) != std::string::npos;
+    found |= d.rule == rule && d.line == line && d.file == "snippet.metal" && d.message.find(says) != std::string::npos;
   EXPECT_TRUE(found) << "expected [" << rule << "] '" << says << "' on line " << line << ", got:\n" << dump(r);
 }
 
@@ -166,10 +168,29 @@ TEST(CheckTensorOps, AppleStyleKernelPassesAndKeepsItsSignature) {
   EXPECT_EQ(k.tensor_op_scopes[0].line, line_of(source, "// FIRST"));
 }
 
+// The cpu backend's TensorOps test kernels (every operation of the API,
+// default defines: all kernels) check clean, every kernel with its signature.
+TEST(CheckTensorOps, CpuTestKernelsCheckClean) {
+  const std::filesystem::path file = std::filesystem::path(MFAGEN_SOURCE_DIR) / "tests/cpu/kernels/tensor_ops.metal";
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty()) << file;
+  CheckResult r = check_both_ways(text.str(), "tensor_ops.metal");
+  EXPECT_TRUE(r.ok()) << dump(r);
+  EXPECT_EQ(r.kernels.size(), 19u) << test::result_text(r);
+  ASSERT_NE(r.kernel("scope_mismatch"), nullptr);
+  ASSERT_EQ(r.kernel("scope_mismatch")->tensor_op_scopes.size(), 1u);
+  EXPECT_EQ(r.kernel("scope_mismatch")->tensor_op_scopes[0].simdgroups, 4u);
+  ASSERT_NE(r.kernel("matmul_tensors"), nullptr);
+  EXPECT_EQ(r.kernel("matmul_tensors")->buffer(0)->metal_type(), "device const half*");
+}
+
 TEST(CheckTensorOps, IncludesOfTheTensorHeaders) {
   expect_clean("kernel void k(device float* out [[buffer(0)]]) { out[0] = 1.0f; }\n");
-  expect_rule("#include <MetalPerformancePrimitives/MPPTensorOpsMatMul2d.h>  // HERE\n", rules::kInclude,
-              "only <metal_stdlib>, the <metal_*> headers and <MetalPerformancePrimitives/MetalPerformancePrimitives.h>");
+  expect_rule(
+      "#include <MetalPerformancePrimitives/MPPTensorOpsMatMul2d.h>  // HERE\n", rules::kInclude,
+      "only <metal_stdlib>, the <metal_*> headers and <MetalPerformancePrimitives/MetalPerformancePrimitives.h>");
 }
 
 // A scope's SIMD groups reached through helper functions and templated
@@ -352,34 +373,31 @@ TEST(CheckTensorOps, StaticRulesOfTheApiAreCompileErrors) {
       "  auto A = tensor(a, extents<int, 16, 16>());\n"
       "  auto C = tensor(c, extents<int, 16, 16>());\n";
   // Cooperative inputs need one SIMD group and a static k.
-  expect_static_assert(op +
-                  "  constexpr auto desc = matmul2d_descriptor(16, 16, 16);\n"
-                  "  matmul2d<desc, execution_simdgroups<2>> two;\n"
-                  "  auto left = two.get_left_input_cooperative_tensor<half, half, float>();  // HERE\n"
-                  "  (void)left;\n}\n",
-              "Input cooperative tensors require a single SIMD group");
-  expect_static_assert(op +
-                  "  constexpr auto desc = matmul2d_descriptor(16, 16);\n"
-                  "  matmul2d<desc, execution_simdgroup> one;\n"
-                  "  auto left = one.get_left_input_cooperative_tensor<half, half, float>();  // HERE\n"
-                  "  (void)left;\n}\n",
-              "Inner dimension cannot be dynamic with input cooperative tensors");
+  expect_static_assert(op + "  constexpr auto desc = matmul2d_descriptor(16, 16, 16);\n"
+                            "  matmul2d<desc, execution_simdgroups<2>> two;\n"
+                            "  auto left = two.get_left_input_cooperative_tensor<half, half, float>();  // HERE\n"
+                            "  (void)left;\n}\n",
+                       "Input cooperative tensors require a single SIMD group");
+  expect_static_assert(op + "  constexpr auto desc = matmul2d_descriptor(16, 16);\n"
+                            "  matmul2d<desc, execution_simdgroup> one;\n"
+                            "  auto left = one.get_left_input_cooperative_tensor<half, half, float>();  // HERE\n"
+                            "  (void)left;\n}\n",
+                       "Inner dimension cannot be dynamic with input cooperative tensors");
   // Element types Apple's table does not list.
-  expect_static_assert(op +
-                  "  constexpr auto desc = matmul2d_descriptor(16, 16, 16);\n"
-                  "  matmul2d<desc, execution_simdgroup> one;\n"
-                  "  auto d = one.get_destination_cooperative_tensor<decltype(A), decltype(C), half>();  // HERE\n"
-                  "  (void)d;\n}\n",
-              "unsupported combination of left, right and destination element types");
+  expect_static_assert(
+      op + "  constexpr auto desc = matmul2d_descriptor(16, 16, 16);\n"
+           "  matmul2d<desc, execution_simdgroup> one;\n"
+           "  auto d = one.get_destination_cooperative_tensor<decltype(A), decltype(C), half>();  // HERE\n"
+           "  (void)d;\n}\n",
+      "unsupported combination of left, right and destination element types");
   // A cooperative tensor of another op.
-  expect_static_assert(op +
-                  "  constexpr auto desc = matmul2d_descriptor(16, 16, 16);\n"
-                  "  constexpr auto other = matmul2d_descriptor(16, 16, 8);\n"
-                  "  matmul2d<desc, execution_simdgroup> one;\n"
-                  "  matmul2d<other, execution_simdgroup> two;\n"
-                  "  auto d = two.get_destination_cooperative_tensor<decltype(A), decltype(A), float>();\n"
-                  "  one.run(A, A, d);  // HERE\n}\n",
-              "the destination cooperative tensor must come from this op");
+  expect_static_assert(op + "  constexpr auto desc = matmul2d_descriptor(16, 16, 16);\n"
+                            "  constexpr auto other = matmul2d_descriptor(16, 16, 8);\n"
+                            "  matmul2d<desc, execution_simdgroup> one;\n"
+                            "  matmul2d<other, execution_simdgroup> two;\n"
+                            "  auto d = two.get_destination_cooperative_tensor<decltype(A), decltype(A), float>();\n"
+                            "  one.run(A, A, d);  // HERE\n}\n",
+                       "the destination cooperative tensor must come from this op");
 }
 
 }  // namespace

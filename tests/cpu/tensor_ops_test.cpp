@@ -29,11 +29,16 @@ enum class Elem { half, bfloat, float32, int8, int32 };
 
 const char* msl_name(Elem e) {
   switch (e) {
-    case Elem::half: return "half";
-    case Elem::bfloat: return "bfloat";
-    case Elem::float32: return "float";
-    case Elem::int8: return "char";
-    case Elem::int32: return "int";
+    case Elem::half:
+      return "half";
+    case Elem::bfloat:
+      return "bfloat";
+    case Elem::float32:
+      return "float";
+    case Elem::int8:
+      return "char";
+    case Elem::int32:
+      return "int";
   }
   return "";
 }
@@ -41,19 +46,26 @@ const char* msl_name(Elem e) {
 size_t size_of(Elem e) {
   switch (e) {
     case Elem::half:
-    case Elem::bfloat: return 2;
-    case Elem::int8: return 1;
-    default: return 4;
+    case Elem::bfloat:
+      return 2;
+    case Elem::int8:
+      return 1;
+    default:
+      return 4;
   }
 }
 
 // Relative rounding error of one conversion to `e` (0 for integers).
 double epsilon_of(Elem e) {
   switch (e) {
-    case Elem::half: return std::ldexp(1.0, -11);
-    case Elem::bfloat: return std::ldexp(1.0, -8);
-    case Elem::float32: return std::ldexp(1.0, -24);
-    default: return 0;
+    case Elem::half:
+      return std::ldexp(1.0, -11);
+    case Elem::bfloat:
+      return std::ldexp(1.0, -8);
+    case Elem::float32:
+      return std::ldexp(1.0, -24);
+    default:
+      return 0;
   }
 }
 
@@ -104,8 +116,12 @@ struct Buffer {
     const std::byte* at = bytes.data() + i * size_of(elem);
     uint16_t b16;
     switch (elem) {
-      case Elem::half: std::memcpy(&b16, at, 2); return half_to_double(b16);
-      case Elem::bfloat: std::memcpy(&b16, at, 2); return bfloat_to_double(b16);
+      case Elem::half:
+        std::memcpy(&b16, at, 2);
+        return half_to_double(b16);
+      case Elem::bfloat:
+        std::memcpy(&b16, at, 2);
+        return bfloat_to_double(b16);
       case Elem::float32: {
         float f;
         std::memcpy(&f, at, 4);
@@ -133,8 +149,7 @@ Buffer random_buffer(Elem e, size_t count, std::mt19937& rng) {
   Buffer b(e, count);
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   std::uniform_int_distribution<int> byte(-128, 127), word(-1000, 1000);
-  for (size_t i = 0; i < count; ++i)
-    b.set(i, e == Elem::int8 ? byte(rng) : e == Elem::int32 ? word(rng) : real(rng));
+  for (size_t i = 0; i < count; ++i) b.set(i, e == Elem::int8 ? byte(rng) : e == Elem::int32 ? word(rng) : real(rng));
   return b;
 }
 
@@ -306,15 +321,15 @@ std::vector<MatmulCase> tensor_cases() {
   // tile (edge tiles are smaller than the descriptor), dynamic k.
   for (int t = 0; t < 4; ++t)
     for (int acc = 0; acc < 2; ++acc)
-      cases.push_back(make(std::string("transpose_") + (t & 1 ? "t" : "n") + (t & 2 ? "t" : "n") +
-                               (acc ? "_accumulate" : "_multiply"),
-                           [&](MatmulCase& c) {
-                             c.trl = t & 1;
-                             c.trr = t & 2;
-                             c.acc = acc;
-                             c.kk = 0;
-                             c.K = 20;
-                           }));
+      cases.push_back(make(
+          std::string("transpose_") + (t & 1 ? "t" : "n") + (t & 2 ? "t" : "n") + (acc ? "_accumulate" : "_multiply"),
+          [&](MatmulCase& c) {
+            c.trl = t & 1;
+            c.trr = t & 2;
+            c.acc = acc;
+            c.kk = 0;
+            c.K = 20;
+          }));
   // multiply overwrites a tensor destination; multiply_accumulate adds each run.
   cases.push_back(make("twice_multiply", [](MatmulCase& c) { c.runs = 2; }));
   cases.push_back(make("twice_accumulate", [](MatmulCase& c) {
@@ -574,12 +589,33 @@ INSTANTIATE_TEST_SUITE_P(CooperativeDestination, Matmul, ::testing::ValuesIn(coo
 INSTANTIATE_TEST_SUITE_P(Threadgroup, Matmul, ::testing::ValuesIn(threadgroup_cases()), matmul_name);
 INSTANTIATE_TEST_SUITE_P(CooperativeInputs, Matmul, ::testing::ValuesIn(cooperative_input_cases()), matmul_name);
 
+// Tensors over thread memory (the destination) and constant memory (the
+// right operand), one execution_thread product per thread.
+TEST(ThreadScope, TensorsOverThreadAndConstantMemory) {
+  auto module = compile_kernel("tensor_ops.metal", {"KERNELS=7"});
+  std::mt19937 rng(17);
+  constexpr int kThreads = 40;
+  Buffer a = random_buffer(Elem::half, kThreads * 32, rng), b = random_buffer(Elem::half, 32, rng);
+  Buffer c(Elem::float32, kThreads * 16);
+  auto result = launch(*module, "thread_memory", {2, 1, 1}, {kThreads / 2, 1, 1}, {a.bind(0), b.bind(1), c.bind(2)}, 0);
+  EXPECT_TRUE(IsClean(result));
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double sum = 1, magnitude = 1;
+        for (int k = 0; k < 8; ++k) {
+          sum += a[t * 32 + i * 8 + k] * b[k * 4 + j];
+          magnitude += std::fabs(a[t * 32 + i * 8 + k] * b[k * 4 + j]);
+        }
+        EXPECT_NEAR(c[t * 16 + i * 4 + j], sum, 10 * std::ldexp(1.0, -24) * magnitude) << t << ": " << i << "," << j;
+      }
+}
 
 // ---- conversions: a destination as the next product's input ----
 
 struct ConvertCase {
   std::string name;
-  Elem elem;  // inputs and the converted destination (P)
+  Elem elem;   // inputs and the converted destination (P)
   bool right;  // convert_right: P is the right input
 };
 void PrintTo(const ConvertCase& c, std::ostream* out) { *out << c.name; }
@@ -593,8 +629,8 @@ class Conversion : public ::testing::TestWithParam<std::tuple<ConvertCase, uint3
 TEST_P(Conversion, MatchesFloat64OnEitherPath) {
   const auto& [cc, seed] = GetParam();
   constexpr int MM = 32, K2 = 32, NN = 16, K = 24;
-  auto module = compile_kernel("tensor_ops.metal", {"KERNELS=3", std::string("TYPE_L=") + msl_name(cc.elem),
-                                                    "MM=32", "NN=16", "K2=32"});
+  auto module = compile_kernel("tensor_ops.metal",
+                               {"KERNELS=3", std::string("TYPE_L=") + msl_name(cc.elem), "MM=32", "NN=16", "K2=32"});
   std::mt19937 rng(uint32_t(std::hash<std::string>()(cc.name)));
   Buffer a = random_buffer(cc.elem, MM * K, rng), b = random_buffer(cc.elem, K * K2, rng);
   // D: K2 x NN (convert_left); E: NN x MM (convert_right).
@@ -634,17 +670,16 @@ TEST_P(Conversion, MatchesFloat64OnEitherPath) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    LeftAndRight, Conversion,
-    ::testing::Combine(::testing::Values(ConvertCase{"left_half", Elem::half, false},
-                                         ConvertCase{"left_bfloat", Elem::bfloat, false},
-                                         ConvertCase{"left_float", Elem::float32, false},
-                                         ConvertCase{"right_half", Elem::half, true},
-                                         ConvertCase{"right_float", Elem::float32, true}),
-                       ::testing::Values(0u, kPermuted)),
-    [](const auto& info) {
-      return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_permuted" : "_default");
-    });
+INSTANTIATE_TEST_SUITE_P(LeftAndRight, Conversion,
+                         ::testing::Combine(::testing::Values(ConvertCase{"left_half", Elem::half, false},
+                                                              ConvertCase{"left_bfloat", Elem::bfloat, false},
+                                                              ConvertCase{"left_float", Elem::float32, false},
+                                                              ConvertCase{"right_half", Elem::half, true},
+                                                              ConvertCase{"right_float", Elem::float32, true}),
+                                            ::testing::Values(0u, kPermuted)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_permuted" : "_default");
+                         });
 
 // ---- reductions ----
 
@@ -664,10 +699,10 @@ TEST_P(Reduction, RowsAndColumnsMatchLoops) {
   const int M = rc.mm, N = rc.nn, K = rc.kk;
   // Half inputs (bfloat ones for a bfloat destination, which half inputs cannot have).
   const Elem in = rc.d == Elem::bfloat ? Elem::bfloat : Elem::half;
-  auto module = compile_kernel("tensor_ops.metal",
-                               {"KERNELS=4", std::string("TYPE_L=") + msl_name(in), std::string("TYPE_R=") + msl_name(in),
-                                std::string("TYPE_D=") + msl_name(rc.d), "SG=" + std::to_string(rc.sg),
-                                "MM=" + std::to_string(M), "NN=" + std::to_string(N), "KK=" + std::to_string(K)});
+  auto module = compile_kernel(
+      "tensor_ops.metal", {"KERNELS=4", std::string("TYPE_L=") + msl_name(in), std::string("TYPE_R=") + msl_name(in),
+                           std::string("TYPE_D=") + msl_name(rc.d), "SG=" + std::to_string(rc.sg),
+                           "MM=" + std::to_string(M), "NN=" + std::to_string(N), "KK=" + std::to_string(K)});
   std::mt19937 rng(uint32_t(std::hash<std::string>()(rc.name)));
   Buffer a = random_buffer(in, M * K, rng), b = random_buffer(in, K * N, rng);
   Buffer s(rc.d, M * N), rows(rc.d, 4 * M), cols(rc.d, 3 * N);
@@ -702,21 +737,24 @@ TEST_P(Reduction, RowsAndColumnsMatchLoops) {
       EXPECT_EQ(out[2 * count + x], lo) << what << " min " << x;
     }
   };
-  check(M, N, [&](int r, int c) { return s[r * N + c]; }, rows, "row");
-  check(N, M, [&](int c, int r) { return s[r * N + c]; }, cols, "column");
+  check(
+      M, N, [&](int r, int c) { return s[r * N + c]; }, rows, "row");
+  check(
+      N, M, [&](int c, int r) { return s[r * N + c]; }, cols, "column");
   for (int r = 0; r < M; ++r) EXPECT_EQ(rows[3 * M + r], std::max(0.0, rows[M + r])) << "default identity, row " << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(Scopes, Reduction,
-                         ::testing::Combine(::testing::Values(ReduceCase{"float_simdgroup", Elem::float32, 1, 32, 16, 16},
-                                                              ReduceCase{"half_simdgroup", Elem::half, 1, 16, 32, 8},
-                                                              ReduceCase{"float_ragged", Elem::float32, 1, 24, 40, 8},
-                                                              ReduceCase{"float_simdgroups2", Elem::float32, 2, 48, 32, 16},
-                                                              ReduceCase{"bfloat_simdgroups4", Elem::bfloat, 4, 64, 48, 8}),
-                                            ::testing::Values(0u, kPermuted)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_permuted" : "_default");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Scopes, Reduction,
+    ::testing::Combine(::testing::Values(ReduceCase{"float_simdgroup", Elem::float32, 1, 32, 16, 16},
+                                         ReduceCase{"half_simdgroup", Elem::half, 1, 16, 32, 8},
+                                         ReduceCase{"float_ragged", Elem::float32, 1, 24, 40, 8},
+                                         ReduceCase{"float_simdgroups2", Elem::float32, 2, 48, 32, 16},
+                                         ReduceCase{"bfloat_simdgroups4", Elem::bfloat, 4, 64, 48, 8}),
+                       ::testing::Values(0u, kPermuted)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_permuted" : "_default");
+    });
 
 // ---- layouts: capacity, is_valid_element, get_multidimensional_index, iterators ----
 
@@ -735,10 +773,9 @@ class Layout : public ::testing::TestWithParam<std::tuple<LayoutCase, uint32_t>>
 // what indices see.
 TEST_P(Layout, ValidSlotsCoverTheOperand) {
   const auto& [lc, seed] = GetParam();
-  auto module = compile_kernel("tensor_ops.metal",
-                               {"KERNELS=5", "OPERAND=" + std::to_string(lc.operand), "SG=" + std::to_string(lc.sg),
-                                "MM=" + std::to_string(lc.mm), "NN=" + std::to_string(lc.nn),
-                                "KK=" + std::to_string(lc.kk)});
+  auto module = compile_kernel("tensor_ops.metal", {"KERNELS=5", "OPERAND=" + std::to_string(lc.operand),
+                                                    "SG=" + std::to_string(lc.sg), "MM=" + std::to_string(lc.mm),
+                                                    "NN=" + std::to_string(lc.nn), "KK=" + std::to_string(lc.kk)});
   const uint32_t threads = lc.sg == 0 ? 1 : 32u * lc.sg;
   std::vector<int32_t> out(size_t(threads) * (1 + 2 * (lc.mm * lc.nn + lc.mm * lc.kk + lc.kk * lc.nn + 64)), -7);
   auto result = launch(*module, "layout_map", {1, 1, 1}, {threads, 1, 1}, {bind(0, out)}, seed);
@@ -786,9 +823,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          LayoutCase{"column_reduction_thread_6x9", 4, 0, 6, 9, 16},
                                          LayoutCase{"column_reduction_simdgroups2_32x56", 4, 2, 32, 56, 16}),
                        ::testing::Values(0u, kPermuted, 3u)),
-    [](const auto& info) {
-      return std::get<0>(info.param).name + "_seed" + std::to_string(std::get<1>(info.param));
-    });
+    [](const auto& info) { return std::get<0>(info.param).name + "_seed" + std::to_string(std::get<1>(info.param)); });
 
 // A kernel that fills and reads cooperative tensors at guessed positions
 // (MLX NAX's fragment layout) computes the right product on the default
@@ -842,7 +877,8 @@ struct Misuse {
 ::testing::AssertionResult TensorOpFinding(const cpu::LaunchResult& result, const std::string& kernel,
                                            std::vector<std::string> what, const std::string& marker,
                                            std::set<FindingKind> also = {}) {
-  const std::string place = "tensor_ops.metal:" + std::to_string(line_of(kernel_file("tensor_ops.metal"), marker)) + ":";
+  const std::string place =
+      "tensor_ops.metal:" + std::to_string(line_of(kernel_file("tensor_ops.metal"), marker)) + ":";
   bool found = false;
   for (const cpu::Finding& f : result.findings) {
     if (also.contains(f.kind)) continue;
@@ -878,15 +914,15 @@ TEST(TensorOpDetector, NotEverySimdgroupOfTheScopeCallsRun) {
 TEST(TensorOpDetector, ScopeLargerThanTheDispatch) {
   Misuse m;
   auto result = m.run("scope_mismatch", 64, 0, {"SCOPE_N=4"});
-  EXPECT_TRUE(TensorOpFinding(result, "scope_mismatch", {"does not match the dispatch", "(4, 2)"},
-                              "MARK: scope mismatch"));
+  EXPECT_TRUE(
+      TensorOpFinding(result, "scope_mismatch", {"does not match the dispatch", "(4, 2)"}, "MARK: scope mismatch"));
 }
 
 TEST(TensorOpDetector, ScopeSmallerThanTheDispatch) {
   Misuse m;
   auto result = m.run("scope_mismatch", 128, 0, {"SCOPE_N=2"});
-  EXPECT_TRUE(TensorOpFinding(result, "scope_mismatch", {"does not match the dispatch", "(2, 4)"},
-                              "MARK: scope mismatch"));
+  EXPECT_TRUE(
+      TensorOpFinding(result, "scope_mismatch", {"does not match the dispatch", "(2, 4)"}, "MARK: scope mismatch"));
 }
 
 TEST(TensorOpDetector, AccumulatingIntoADestinationNeverZeroed) {
@@ -899,22 +935,22 @@ TEST(TensorOpDetector, AccumulatingIntoADestinationNeverZeroed) {
 TEST(TensorOpDetector, StoringASlotNeverWritten) {
   Misuse m;
   auto result = m.run("store_unwritten", 32);
-  EXPECT_TRUE(TensorOpFinding(result, "store_unwritten", {"store reads a slot never written"},
-                              "MARK: store unwritten"));
+  EXPECT_TRUE(
+      TensorOpFinding(result, "store_unwritten", {"store reads a slot never written"}, "MARK: store unwritten"));
 }
 
 TEST(TensorOpDetector, ACooperativeInputPartlyWritten) {
   Misuse m;
   auto result = m.run("unwritten_input", 32);
-  EXPECT_TRUE(TensorOpFinding(result, "unwritten_input", {"cooperative input element never written"},
-                              "MARK: unwritten input"));
+  EXPECT_TRUE(
+      TensorOpFinding(result, "unwritten_input", {"cooperative input element never written"}, "MARK: unwritten input"));
 }
 
 TEST(TensorOpDetector, ReducingADestinationNeverWritten) {
   Misuse m;
   auto result = m.run("reduce_unwritten", 32);
-  EXPECT_TRUE(TensorOpFinding(result, "reduce_unwritten", {"reads a source slot never written"},
-                              "MARK: reduce unwritten"));
+  EXPECT_TRUE(
+      TensorOpFinding(result, "reduce_unwritten", {"reads a source slot never written"}, "MARK: reduce unwritten"));
 }
 
 // Converting without is_compatible_as_left_input happens to work on the

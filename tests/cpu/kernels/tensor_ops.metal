@@ -18,12 +18,12 @@
 //   OPERAND      layout_map: 0 left input, 1 right input, 2 destination, 3 row reduction, 4 column reduction
 //   KERNELS      which kernels to compile (0: all that compile with these defines): 1 matmul_tensors,
 //                matmul_cooperative, matmul_threadgroup; 2 matmul_cooperative_inputs; 3 convert_*;
-//                4 reductions; 5 layout_map; 6 guessed_layout and the misuse kernels
+//                4 reductions; 5 layout_map; 6 guessed_layout and the misuse kernels; 7 thread_memory
 //
-// Matrices are row-major in device memory. A is M x K (stored K x M when
-// TRL), B is K x N (stored N x K when TRR), C is M x N; Shape gives the
-// sizes and row strides. A tensor over a stored R x C matrix has extents
-// (C, R): dimension 0 is the column.
+// Matrices are row-major in device memory, inputs `device const`. A is
+// M x K (stored K x M when TRL), B is K x N (stored N x K when TRR), C is
+// M x N; Shape gives the sizes and row strides. A tensor over a stored
+// R x C matrix has extents (C, R): dimension 0 is the column.
 #include <metal_stdlib>
 #include <metal_tensor>
 #include <metal_cooperative_tensor>
@@ -138,10 +138,11 @@ void zero(thread CT& ct, T value) {
 #if WITH(1)
 // C (+)= A * B over device tensors, slices of the whole matrices: tiles at
 // the edges have extents smaller than the descriptor.
-kernel void matmul_tensors(device TYPE_L* A [[buffer(0)]], device TYPE_R* B [[buffer(1)]], device TYPE_D* C [[buffer(2)]],
-                           constant Shape& s [[buffer(3)]], uint2 tgid [[threadgroup_position_in_grid]],
-                           uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
-                           uint sgs [[simdgroups_per_threadgroup]], uint threads [[threads_per_threadgroup]]) {
+kernel void matmul_tensors(device const TYPE_L* A [[buffer(0)]], device const TYPE_R* B [[buffer(1)]],
+                           device TYPE_D* C [[buffer(2)]], constant Shape& s [[buffer(3)]],
+                           uint2 tgid [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                           uint sg [[simdgroup_index_in_threadgroup]], uint sgs [[simdgroups_per_threadgroup]],
+                           uint threads [[threads_per_threadgroup]]) {
   constexpr auto desc = DESCRIPTOR;
   matmul2d<desc, Scope> op;
   const Tile t = tile_of(tgid, tid, sg, sgs, threads);
@@ -175,10 +176,11 @@ kernel void matmul_tensors(device TYPE_L* A [[buffer(0)]], device TYPE_R* B [[bu
 
 // The same products into a cooperative destination: zeroed (multiply) or
 // loaded from C (multiply_accumulate), run RUNS times, stored to C.
-kernel void matmul_cooperative(device TYPE_L* A [[buffer(0)]], device TYPE_R* B [[buffer(1)]], device TYPE_D* C [[buffer(2)]],
-                               constant Shape& s [[buffer(3)]], uint2 tgid [[threadgroup_position_in_grid]],
-                               uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
-                               uint sgs [[simdgroups_per_threadgroup]], uint threads [[threads_per_threadgroup]]) {
+kernel void matmul_cooperative(device const TYPE_L* A [[buffer(0)]], device const TYPE_R* B [[buffer(1)]],
+                               device TYPE_D* C [[buffer(2)]], constant Shape& s [[buffer(3)]],
+                               uint2 tgid [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                               uint sg [[simdgroup_index_in_threadgroup]], uint sgs [[simdgroups_per_threadgroup]],
+                               uint threads [[threads_per_threadgroup]]) {
   constexpr auto desc = DESCRIPTOR;
   matmul2d<desc, Scope> op;
   const Tile t = tile_of(tgid, tid, sg, sgs, threads);
@@ -204,9 +206,10 @@ kernel void matmul_cooperative(device TYPE_L* A [[buffer(0)]], device TYPE_R* B 
 // matrices (the rest stays uninitialized, so a read of it outside the
 // tensors' extents is a detector finding); the result is copied out.
 // One scope per threadgroup; KK static.
-kernel void matmul_threadgroup(device TYPE_L* A [[buffer(0)]], device TYPE_R* B [[buffer(1)]], device TYPE_D* C [[buffer(2)]],
-                               constant Shape& s [[buffer(3)]], uint2 tgid [[threadgroup_position_in_grid]],
-                               uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]]) {
+kernel void matmul_threadgroup(device const TYPE_L* A [[buffer(0)]], device const TYPE_R* B [[buffer(1)]],
+                               device TYPE_D* C [[buffer(2)]], constant Shape& s [[buffer(3)]],
+                               uint2 tgid [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                               uint threads [[threads_per_threadgroup]]) {
   threadgroup TYPE_L a_tile[MM * KK];
   threadgroup TYPE_R b_tile[KK * NN];
   threadgroup TYPE_D c_tile[MM * NN];
@@ -230,11 +233,11 @@ kernel void matmul_threadgroup(device TYPE_L* A [[buffer(0)]], device TYPE_R* B 
       c_tile[(int(i) / cols) * NN + int(i) % cols] = C[(row0 + int(i) / cols) * s.ldc + col0 + int(i) % cols];
   threadgroup_barrier(mem_flags::mem_threadgroup);
   tensor<threadgroup TYPE_L, dextents<int, 2>, tensor_inline> mA(a_tile, dextents<int, 2>(a_cols, a_rows),
-                                                            array<int, 2>({1, TRL ? MM : KK}));
+                                                                 array<int, 2>({1, TRL ? MM : KK}));
   tensor<threadgroup TYPE_R, dextents<int, 2>, tensor_inline> mB(b_tile, dextents<int, 2>(b_cols, b_rows),
-                                                            array<int, 2>({1, TRR ? KK : NN}));
+                                                                 array<int, 2>({1, TRR ? KK : NN}));
   tensor<threadgroup TYPE_D, dextents<int, 2>, tensor_inline> mC(c_tile, dextents<int, 2>(cols, rows),
-                                                            array<int, 2>({1, NN}));
+                                                                 array<int, 2>({1, NN}));
   op.run(mA, mB, mC);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint i = tid; i < uint(rows * cols); i += threads)
@@ -248,7 +251,7 @@ kernel void matmul_threadgroup(device TYPE_L* A [[buffer(0)]], device TYPE_R* B 
 // get_multidimensional_index (the documented way), one k-chunk of KK at a
 // time, accumulated in a cooperative destination (execution_simdgroup,
 // static KK, no transposes). RIGHT_TENSOR 1: the right operand is a tensor.
-kernel void matmul_cooperative_inputs(device TYPE_L* A [[buffer(0)]], device TYPE_R* B [[buffer(1)]],
+kernel void matmul_cooperative_inputs(device const TYPE_L* A [[buffer(0)]], device const TYPE_R* B [[buffer(1)]],
                                       device TYPE_D* C [[buffer(2)]], constant Shape& s [[buffer(3)]],
                                       uint2 tgid [[threadgroup_position_in_grid]],
                                       uint sg [[simdgroup_index_in_threadgroup]],
@@ -292,8 +295,9 @@ kernel void matmul_cooperative_inputs(device TYPE_L* A [[buffer(0)]], device TYP
 // O = P * D (MM x NN) with P as the left input: converted in registers when
 // is_compatible_as_left_input says so, else through threadgroup memory.
 // used[0] says which path ran (1: the conversion). One SIMD group.
-kernel void convert_left(device TYPE_L* A [[buffer(0)]], device TYPE_L* B [[buffer(1)]], device TYPE_L* D [[buffer(2)]],
-                         device float* O [[buffer(3)]], device TYPE_S* P [[buffer(4)]], device int* used [[buffer(5)]],
+kernel void convert_left(device const TYPE_L* A [[buffer(0)]], device const TYPE_L* B [[buffer(1)]],
+                         device const TYPE_L* D [[buffer(2)]], device float* O [[buffer(3)]],
+                         device TYPE_S* P [[buffer(4)]], device int* used [[buffer(5)]],
                          constant Shape& s [[buffer(6)]]) {
   threadgroup TYPE_S staged[MM * K2];
   constexpr auto first = matmul2d_descriptor(MM, K2, static_cast<int>(dynamic_extent));
@@ -326,8 +330,9 @@ kernel void convert_left(device TYPE_L* A [[buffer(0)]], device TYPE_L* B [[buff
 
 // The right-hand mirror: P = A * B (MM x K2) as before, O = E * P
 // (NN x K2, E: NN x MM) with P as the right input.
-kernel void convert_right(device TYPE_L* A [[buffer(0)]], device TYPE_L* B [[buffer(1)]], device TYPE_L* E [[buffer(2)]],
-                          device float* O [[buffer(3)]], device TYPE_S* P [[buffer(4)]], device int* used [[buffer(5)]],
+kernel void convert_right(device const TYPE_L* A [[buffer(0)]], device const TYPE_L* B [[buffer(1)]],
+                          device const TYPE_L* E [[buffer(2)]], device float* O [[buffer(3)]],
+                          device TYPE_S* P [[buffer(4)]], device int* used [[buffer(5)]],
                           constant Shape& s [[buffer(6)]]) {
   threadgroup TYPE_S staged[MM * K2];
   constexpr auto first = matmul2d_descriptor(MM, K2, static_cast<int>(dynamic_extent));
@@ -363,9 +368,9 @@ kernel void convert_right(device TYPE_L* A [[buffer(0)]], device TYPE_L* B [[buf
 // S = A * B (MM x NN, one tile, scope SG), stored to S, and its reductions:
 // out rows: [sum | max | min | max with the default identity], MM entries
 // each; out columns: [sum | max | min], NN entries each.
-kernel void reductions(device TYPE_L* A [[buffer(0)]], device TYPE_R* B [[buffer(1)]], device TYPE_D* S [[buffer(2)]],
-                       device TYPE_D* rows_out [[buffer(3)]], device TYPE_D* cols_out [[buffer(4)]],
-                       constant Shape& s [[buffer(5)]]) {
+kernel void reductions(device const TYPE_L* A [[buffer(0)]], device const TYPE_R* B [[buffer(1)]],
+                       device TYPE_D* S [[buffer(2)]], device TYPE_D* rows_out [[buffer(3)]],
+                       device TYPE_D* cols_out [[buffer(4)]], constant Shape& s [[buffer(5)]]) {
   constexpr auto desc = DESCRIPTOR;
   matmul2d<desc, Scope> op;
   auto mA = dense(A, s.M, s.K, s.lda);
@@ -452,7 +457,8 @@ kernel void layout_map(device int* out [[buffer(0)]], uint tid [[thread_index_in
 // A: 16 x 16, B: 16 x 32, C: 16 x 32, all packed.
 kernel void guessed_layout(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
                            ushort lane [[thread_index_in_simdgroup]]) {
-  constexpr auto desc = matmul2d_descriptor(16, 32, 16, false, false, false, matmul2d_descriptor::mode::multiply_accumulate);
+  constexpr auto desc =
+      matmul2d_descriptor(16, 32, 16, false, false, false, matmul2d_descriptor::mode::multiply_accumulate);
   matmul2d<desc, execution_simdgroup> op;
   auto a = op.get_left_input_cooperative_tensor<half, half, float>();
   auto b = op.get_right_input_cooperative_tensor<half, half, float>();
@@ -478,10 +484,10 @@ kernel void guessed_layout(device half* A [[buffer(0)]], device half* B [[buffer
 
 // ---- undefined behaviour the detectors report ------------------------------------
 // 16 x 16 x 16, half inputs (A, B packed 16 x 16), float C (16 x 16, then 16 more).
-#define SMALL_OPERANDS                                                                     \
-  auto mA = dense(A, 16, 16, 16);                                                         \
-  auto mB = dense(B, 16, 16, 16);                                                         \
-  auto mC = dense(C, 16, 16, 16);                                                         \
+#define SMALL_OPERANDS            \
+  auto mA = dense(A, 16, 16, 16); \
+  auto mB = dense(B, 16, 16, 16); \
+  auto mC = dense(C, 16, 16, 16); \
   (void)mC
 constexpr constant auto kSmall = matmul2d_descriptor(16, 16, 16);
 
@@ -494,8 +500,9 @@ kernel void partial_simdgroup(device half* A [[buffer(0)]], device half* B [[buf
 }
 
 // execution_simdgroups<2>: the second SIMD group skips run().
-kernel void partial_simdgroups(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
-                               ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
+kernel void partial_simdgroups(device half* A [[buffer(0)]], device half* B [[buffer(1)]],
+                               device float* C [[buffer(2)]], ushort lane [[thread_index_in_simdgroup]],
+                               ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroups<2>> op;
   if (sg == 0) op.run(mA, mB, mC);  // MARK: partial simdgroups
@@ -513,8 +520,9 @@ kernel void scope_mismatch(device half* A [[buffer(0)]], device half* B [[buffer
 }
 
 // Accumulates into a cooperative destination never zeroed.
-kernel void unzeroed_destination(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
-                                 ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
+kernel void unzeroed_destination(device half* A [[buffer(0)]], device half* B [[buffer(1)]],
+                                 device float* C [[buffer(2)]], ushort lane [[thread_index_in_simdgroup]],
+                                 ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
@@ -547,8 +555,9 @@ kernel void unwritten_input(device half* A [[buffer(0)]], device half* B [[buffe
 
 // A destination converted into a left input without asking
 // is_compatible_as_left_input (right only while the layouts agree).
-kernel void unchecked_conversion(device half* A [[buffer(0)]], device half* B [[buffer(1)]], device float* C [[buffer(2)]],
-                                 ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]]) {
+kernel void unchecked_conversion(device half* A [[buffer(0)]], device half* B [[buffer(1)]],
+                                 device float* C [[buffer(2)]], ushort lane [[thread_index_in_simdgroup]],
+                                 ushort sg [[simdgroup_index_in_threadgroup]]) {
   SMALL_OPERANDS;
   matmul2d<kSmall, execution_simdgroup> op;
   auto p = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), half>();
@@ -568,7 +577,8 @@ kernel void reduce_unwritten(device half* A [[buffer(0)]], device half* B [[buff
   matmul2d<kSmall, execution_simdgroup> op;
   auto ct = op.get_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
   auto rows = op.get_row_reduction_destination_cooperative_tensor<decltype(mA), decltype(mB), float>();
-  reduce_rows(ct, rows, reduction_operation::max, reduction_operation_identity<float>::max_identity);  // MARK: reduce unwritten
+  const float lowest = reduction_operation_identity<float>::max_identity;
+  reduce_rows(ct, rows, reduction_operation::max, lowest);  // MARK: reduce unwritten
   rows.store(tensor<device float, dextents<int, 1>, tensor_inline>(C + 256, dextents<int, 1>(16)));
 }
 
@@ -599,3 +609,23 @@ kernel void all_right(device half* A [[buffer(0)]], device half* B [[buffer(1)]]
   rows.store(tensor<device float, dextents<int, 1>, tensor_inline>(C + 256, dextents<int, 1>(16)));
 }
 #endif  // WITH(6)
+
+#if WITH(7)
+// execution_thread over tensors in thread and constant memory: thread t
+// computes C_t = 1 + A_t B (multiply_accumulate into a thread array holding
+// ones), A_t the t-th 4 x 8 block of A (device), B 8 x 4 (constant), and
+// copies C_t out.
+kernel void thread_memory(device half* A [[buffer(0)]], constant half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                          uint t [[thread_position_in_grid]]) {
+  constexpr auto desc =
+      matmul2d_descriptor(4, 4, 8, false, false, false, matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<desc, execution_thread> op;
+  float block[16];
+  for (int i = 0; i < 16; ++i) block[i] = 1.0f;
+  auto mA = tensor(A + t * 32, extents<int, 8, 4>());
+  auto mB = tensor(B, extents<int, 4, 8>());
+  auto mC = tensor(block, extents<int, 4, 4>());
+  op.run(mA, mB, mC);
+  for (int i = 0; i < 16; ++i) C[t * 16 + i] = block[i];
+}
+#endif  // WITH(7)

@@ -37,5 +37,28 @@ template <class T>
 struct __mf_unqual_c<__generic T> {
   typedef typename __mf_unqual_c<T>::type type;
 };
+// `const` with an address space matches both `const T` and `__X T`: one
+// specialization each, more specialized than either (else ambiguous, e.g.
+// for `tensor<device const half, ...>`).
+template <class T>
+struct __mf_unqual_c<const __private T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<const __global T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<const __local T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<const __constant T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
+template <class T>
+struct __mf_unqual_c<const __generic T> {
+  typedef typename __mf_unqual_c<T>::type type;
+};
 template <class T>
 using __mf_unqual = typename __mf_unqual_c<T>::type;
