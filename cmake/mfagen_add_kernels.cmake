@@ -41,7 +41,7 @@ function(mfagen_add_kernels target)
       # Every .metal file the manifest names, compiled and linked into one library.
       add_custom_command(
         OUTPUT "${out}/${ARG_METALLIB}.metallib"
-        COMMAND sh -c "for f in '${out}'/*.metal; do xcrun -sdk macosx metal -std=metal3.1 -c \"$f\" -o \"$f.air\" || exit 1; done; xcrun -sdk macosx metallib '${out}'/*.air -o '${out}/${ARG_METALLIB}.metallib'"
+        COMMAND sh -c "for f in '${out}'/*.metal; do std=metal3.1; grep -q MetalPerformancePrimitives \"$f\" \&\& std=metal4.0; xcrun -sdk macosx metal -std=$std -c \"$f\" -o \"$f.air\" || exit 1; done; xcrun -sdk macosx metallib '${out}'/*.air -o '${out}/${ARG_METALLIB}.metallib'"
         DEPENDS "${out}/manifest.json"
         COMMENT "mfagen: compiling the kernels of ${spec_name} into ${ARG_METALLIB}.metallib"
         VERBATIM)

@@ -260,6 +260,12 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
     const uint32_t dkdv = 2 * key_row_tiles * (2 * p.d_tiles + 2 * p.dv_tiles + (3 + 2 * dropout) * p.block_q / 8);
     p.fragment_floats = std::max(dq, dkdv);
   }
+  // TensorOps forward kernels keep S (rows x block_k) and O (rows x Dv) in
+  // cooperative tensors spread over the simdgroup's 32 lanes; q stays in memory.
+  if (p.tensor_ops) {
+    const uint32_t rows = p.block_q / p.simdgroups;
+    p.fragment_floats = ceil_div(rows * p.block_k + rows * round_up(s.head_dim_v, 16), kSimdWidth);
+  }
   const uint32_t limit = backward ? kMaxBackwardFragmentFloatsPerThread : kMaxFragmentFloatsPerThread;
   if (p.fragment_floats > limit)
     refuse(s, "tiles",
@@ -273,11 +279,20 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // dkdv also keeps the lse and D of a query block (2 floats per query).
   const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.block_k;
   // Paged caches keep the cache row of each key of the block (uint).
-  const uint32_t reserved = backward ? 2 * 4 * p.block_q : s.kv_cache == spec::KvCache::paged ? 4 * p.block_k : 0;
+  uint32_t reserved = backward ? 2 * 4 * p.block_q : s.kv_cache == spec::KvCache::paged ? 4 * p.block_k : 0;
+  // TensorOps forward kernels: per simdgroup, five float32 statistics per row
+  // and a P tile (rows x block_k; 16-bit beside 16-bit K/V tiles, else float32).
+  if (p.tensor_ops) {
+    const uint32_t rows = p.block_q / p.simdgroups;
+    const uint32_t p_bytes = spec::kv_quantized(s.kv_dtype) ? 4 : spec::dtype_bytes(s.dtype);
+    reserved += p.simdgroups * (4 * 5 * rows + p_bytes * rows * p.block_k);
+  }
   // Forward and decode kernels widen K and V to float as they stage them, so
   // that each fragment is one simdgroup_load of float32 (the element type the
   // MMA's documented signature shares among its operands).
-  p.staged_bytes = backward ? spec::dtype_bytes(s.dtype) : 4;
+  // TensorOps kernels stage K and V in their own type (matmul2d takes half and
+  // bfloat operands with a float32 destination); quantized ones dequantized to float32.
+  p.staged_bytes = backward || (p.tensor_ops && !spec::kv_quantized(s.kv_dtype)) ? spec::dtype_bytes(s.dtype) : 4;
   // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be
   // resident. A decode call may run a single simdgroup per threadgroup (one
   // query of a small GQA group), so decode kernels budget for that.

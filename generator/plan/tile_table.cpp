@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,14 @@ struct TableRow {
   spec::Kind kind;
   uint32_t max_head_dim;
   spec::Tiles tiles;
+  std::optional<spec::Target> target;  // a row for one target family only (apple10's TensorOps kernels)
 };
+
+spec::Target target_named(const std::string& name) {
+  for (spec::Target t : spec::kAllTargets)
+    if (spec::to_string(t) == name) return t;
+  throw std::logic_error(fmt::format("tile_table.json: unknown target \"{}\"", name));
+}
 
 spec::Kind kind_named(const std::string& name) {
   for (spec::Kind k : spec::kAllKinds)
@@ -47,25 +55,28 @@ const std::vector<TableRow>& table_rows() {
       const nlohmann::json& t = row.at("tiles");
       parsed.push_back({kind_named(row.at("kind").get<std::string>()), row.at("max_head_dim").get<uint32_t>(),
                         {t.at("block_q").get<uint32_t>(), t.at("block_k").get<uint32_t>(),
-                         t.at("simdgroups").get<uint32_t>()}});
+                         t.at("simdgroups").get<uint32_t>()},
+                        row.contains("target") ? std::optional(target_named(row.at("target").get<std::string>()))
+                                               : std::nullopt});
     }
     return parsed;
   }();
   return rows;
 }
 
-spec::Tiles row_for(spec::Kind kind, uint32_t head_dim, uint32_t head_dim_v) {
+spec::Tiles row_for(spec::Kind kind, uint32_t head_dim, uint32_t head_dim_v,
+                    std::optional<spec::Target> target = std::nullopt) {
   const uint32_t widest = std::max(head_dim, head_dim_v);
   for (const TableRow& row : table_rows())
-    if (row.kind == kind && widest <= row.max_head_dim) return row.tiles;
+    if (row.kind == kind && widest <= row.max_head_dim && (!row.target || row.target == target)) return row.tiles;
   throw std::logic_error(
       fmt::format("tile_table.json has no {} row for head dim {}", spec::to_string(kind), widest));
 }
 
 }  // namespace
 
-spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType, spec::Target) {
-  return row_for(spec::Kind::forward, head_dim, head_dim_v);
+spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType, spec::Target target) {
+  return row_for(spec::Kind::forward, head_dim, head_dim_v, target);
 }
 
 spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v) {

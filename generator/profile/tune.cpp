@@ -93,8 +93,11 @@ void write_best_rows(nlohmann::json& table, const std::vector<TuneResult>& resul
     const std::string kind(spec::to_string(r.spec.kind));
     const uint32_t widest = std::max(r.spec.head_dim, r.spec.head_dim_v);
     nlohmann::json* row = nullptr;
+    // The row the planner would read: rows with a target serve that family only.
+    const std::string target(spec::to_string(r.spec.target));
     for (nlohmann::json& candidate : table.at("rows"))
-      if (candidate.at("kind") == kind && widest <= candidate.at("max_head_dim").get<uint32_t>()) {
+      if (candidate.at("kind") == kind && widest <= candidate.at("max_head_dim").get<uint32_t>() &&
+          (!candidate.contains("target") || candidate.at("target") == target)) {
         row = &candidate;
         break;
       }

@@ -47,16 +47,19 @@ std::string visibility_rule(const spec::KernelSpec& s) {
 
 std::string forward_template_version() { return template_version(kForwardTemplate); }
 
-std::string kernel_template_version(const plan::KernelPlan& plan) {
-  return template_version(plan.spec.kind == spec::Kind::backward ? kBackwardTemplate : kForwardTemplate);
+const char* kernel_template(const plan::KernelPlan& plan) {
+  if (plan.spec.kind == spec::Kind::backward) return kBackwardTemplate;
+  return plan.tensor_ops ? kTensorOpsForwardTemplate : kForwardTemplate;
 }
+
+std::string kernel_template_version(const plan::KernelPlan& plan) { return template_version(kernel_template(plan)); }
 
 std::string forward_kernel_hash(const plan::KernelPlan& plan) {
   return spec::spec_hash(plan.spec, kernel_template_version(plan));
 }
 
 std::string render_forward(const plan::KernelPlan& plan) {
-  const char* name = plan.spec.kind == spec::Kind::backward ? kBackwardTemplate : kForwardTemplate;
+  const char* name = kernel_template(plan);
   const spec::KernelSpec& s = plan.spec;
   const bool causal = s.causal != spec::Causal::none;
   const bool has_offset = causal || s.window || s.alibi;
@@ -73,6 +76,11 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"visibility_rule", rule},
       {"has_visibility_rule", !rule.empty()},  // mustache treats "" as true
       {"elem_type", element_type(s.dtype)},
+      // TensorOps kernels stage K and V in their own type (quantized ones dequantized to float).
+      {"tile_type", spec::kv_quantized(s.kv_dtype) ? "float" : element_type(s.dtype)},
+      // P V's left operand: 16-bit P in threadgroup memory beside 16-bit tiles, else float32.
+      {"p_in_tile", !spec::kv_quantized(s.kv_dtype) && s.dtype != spec::DType::float32},
+      {"p_type", !spec::kv_quantized(s.kv_dtype) && s.dtype != spec::DType::float32 ? element_type(s.dtype) : "float"},
       {"head_dim", number(s.head_dim)},
       {"head_dim_v", number(s.head_dim_v)},
       {"d_tiles", number(plan.d_tiles)},

@@ -11,11 +11,15 @@ namespace mfagen::render {
 
 inline constexpr const char* kForwardTemplate = "attention_forward.metal.mustache";
 inline constexpr const char* kBackwardTemplate = "attention_backward.metal.mustache";
+// Forward kernels whose products run on Metal 4 TensorOps (plan.tensor_ops).
+inline constexpr const char* kTensorOpsForwardTemplate = "attention_forward_tensor_ops.metal.mustache";
 
 // Renders any planned kernel: forward and decode kernels from the forward
-// template, backward kernels (three entry points) from the backward one.
+// template (TensorOps forward kernels from their own), backward kernels
+// (three entry points) from the backward one.
 std::string render_forward(const plan::KernelPlan& plan);
-// The template version of the template a plan renders with.
+// The template a plan renders with, and its version.
+const char* kernel_template(const plan::KernelPlan& plan);
 std::string kernel_template_version(const plan::KernelPlan& plan);
 
 // The version string recorded in generated headers and the manifest.

@@ -111,6 +111,7 @@ std::string ForwardCase::describe() const {
   if (bshd) d += " BSHD";
   if (tiles) d += fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups);
   if (target != spec::Target::apple9) d += fmt::format(" {}", spec::to_string(target));
+  if (tensor_layout_seed) d += fmt::format(" layout-seed {}", tensor_layout_seed);
   if (scale > 0) d += fmt::format(" scale={}", scale);
   if (mask != spec::MaskKind::none)
     d += fmt::format(" mask={} extents=({},{},{},{}) fill={}", spec::to_string(mask), mask_extents[0], mask_extents[1],
@@ -301,7 +302,7 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
     for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
   }
-  outcome.dispatch = cpu::execute(*module, dispatch, tensors);
+  outcome.dispatch = cpu::execute(*module, dispatch, tensors, {}, {}, c.tensor_layout_seed);
 
   const reference::AttentionResult expected = reference::reference_attention(problem);
   const reference::AttentionResult naive = reference::naive_attention_in_dtype(with_kv_in(problem, type), type);

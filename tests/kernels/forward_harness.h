@@ -78,6 +78,7 @@ struct ForwardCase {
   // the gradients only.
   bool judge_forward = true;
   bool bshd = false;         // lay q, k, v, out out as (B, S, H, D) through strides
+  uint32_t tensor_layout_seed = 0;  // TensorOps kernels: permute cooperative-tensor layouts (0: default)
   uint64_t seed = 1;
   std::string describe() const;
 };

@@ -106,7 +106,7 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   if (c.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sink_values));
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slope_values));
-  outcome.dispatch = cpu::execute(*kernel.module, dispatch, tensors);
+  outcome.dispatch = cpu::execute(*kernel.module, dispatch, tensors, {}, {}, c.tensor_layout_seed);
   for (const KernelLaunch& l : dispatch.launches)
     if (l.entry == plan.entry && plan.spec.kind == spec::Kind::decode) outcome.splits = l.threadgroups[0];
 

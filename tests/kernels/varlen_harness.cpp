@@ -127,7 +127,7 @@ ForwardOutcome run_varlen_case(const ForwardCase& given) {
   if (c.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slopes));
   if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
-  outcome.dispatch = cpu::execute(*module, dispatch, tensors);
+  outcome.dispatch = cpu::execute(*module, dispatch, tensors, {}, {}, c.tensor_layout_seed);
 
   const std::vector<float> got_out = packed_values(out, total_q * c.heads_q, dv, type);
   outcome.out_values = got_out;

@@ -27,15 +27,25 @@ TEST(TileTable, EveryHeadDimDtypeAndTargetPlansWithinLimits) {
       }
 }
 
-TEST(TileTable, ForwardRowsAreOneTilePerSimdgroupOnEveryFamily) {
+TEST(TileTable, ForwardRowsAreOneTilePerSimdgroupOnEverySimdgroupMatrixFamily) {
   // K and V are staged as float32 whatever the dtype, so neither the family
   // nor the element type changes a row (docs/kernel_speed.md).
   for (uint32_t d : {64u, 128u, 256u}) {
     const spec::Tiles m1 = table_tiles(d, d, spec::DType::float16, spec::Target::apple7);
     EXPECT_EQ(m1.block_q, 8 * m1.simdgroups) << d;
-    for (spec::Target t : {spec::Target::apple8, spec::Target::apple9, spec::Target::apple10})
+    for (spec::Target t : {spec::Target::apple8, spec::Target::apple9})
       for (spec::DType dt : {spec::DType::float16, spec::DType::bfloat16, spec::DType::float32})
         EXPECT_EQ(table_tiles(d, d, dt, t), m1) << d;
+  }
+}
+
+TEST(TileTable, Apple10ForwardRowsAreTensorOpsTiles) {
+  // apple10's forward kernels run on TensorOps (matmul2d) and have rows of
+  // their own: 16 query rows per simdgroup, MLX NAX's fragment height.
+  for (uint32_t d : {64u, 128u, 256u, 576u}) {
+    const spec::Tiles t = table_tiles(d, d, spec::DType::float16, spec::Target::apple10);
+    EXPECT_EQ(t.block_q % (16 * t.simdgroups), 0u) << d;
+    EXPECT_NE(t, table_tiles(d, d, spec::DType::float16, spec::Target::apple9)) << d;
   }
 }
 
@@ -52,6 +62,15 @@ TEST(TileTable, EveryHeadDimOfEveryKindHasAPlannableRow) {
       s.lse = true;
       ASSERT_NO_THROW(plan_kernel(s)) << spec::to_string(kind) << " D " << d;
     }
+    // apple10's TensorOps forward rows, in every dtype (float32 tiles are twice as large).
+    s.kind = spec::Kind::forward;
+    s.target = spec::Target::apple10;
+    for (spec::DType t : {spec::DType::float16, spec::DType::bfloat16, spec::DType::float32}) {
+      s.dtype = t;
+      ASSERT_NO_THROW(plan_kernel(s)) << "apple10 forward " << spec::to_string(t) << " D " << d;
+    }
+    s.dtype = spec::DType::float16;
+    s.target = spec::Target::apple9;
   }
 }
 

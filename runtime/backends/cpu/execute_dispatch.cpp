@@ -30,7 +30,7 @@ std::map<uint32_t, BufferTraffic> DispatchResult::traffic() const {
 
 DispatchResult execute(const Module& module, const DispatchPlan& plan,
                        const std::map<uint32_t, std::span<std::byte>>& tensors, const Detectors& detectors,
-                       const ProfileOptions& profile) {
+                       const ProfileOptions& profile, uint32_t tensor_layout_seed) {
   std::map<uint32_t, std::span<std::byte>> bound;
   std::vector<std::vector<std::byte>> scratch;
   std::vector<std::byte> params = plan.params;  // kernels read it through a constant reference
@@ -59,6 +59,7 @@ DispatchResult execute(const Module& module, const DispatchPlan& plan,
                                        l.threads_per_threadgroup[2]};
     options.detectors = detectors;
     options.profile = profile;
+    options.tensor_layout_seed = tensor_layout_seed;
     for (const std::string& whole : profile.unsampled_entries)
       if (l.entry == whole) options.profile.sample_threadgroups = 0;
     for (uint32_t index : l.buffers) options.buffers.push_back({index, bound.at(index)});

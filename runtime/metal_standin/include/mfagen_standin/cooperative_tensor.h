@@ -274,8 +274,12 @@ struct cooperative_tensor {
 
   element_type __v[__capacity];
   bool __written[__capacity];
+  // This launch's layout and the thread's place in the scope, looked up once
+  // (every element access needs them).
+  typename Layout::map __map;
+  uint __sg, __lane;
 
-  METAL_FUNC cooperative_tensor() {
+  METAL_FUNC cooperative_tensor() : __map(Layout::map::current()), __sg(__mf_simdgroup()), __lane(__mf_lane()) {
     for (int i = 0; i < __capacity; ++i) {
       __v[i] = __mf_unset_value<element_type>();
       __written[i] = false;
@@ -292,13 +296,16 @@ struct cooperative_tensor {
   __MF_OP_FUNC bool is_valid_element(thread_index_type idx) const {
     __MF_OP(__mf_op_int_add, 0);  // known at compile time once the capacity loop is unrolled
     int row = 0, col = 0;
-    return int(idx) < __capacity && Layout::map::current().coord(__mf_simdgroup(), __mf_lane(), idx, row, col);
+    return int(idx) < __capacity && __map.coord(__sg, __lane, idx, row, col);
   }
   // Coordinates of slot idx; dimension 0 is the column (fastest-varying).
   __MF_OP_FUNC array<index_type, Layout::rank> get_multidimensional_index(thread_index_type idx) const {
-    __MF_OP(__mf_op_int_add, 2);
+    // A function of the lane and the slot only: with the capacity loop
+    // unrolled, the GPU compiler computes it once per thread, outside the
+    // kernel's loops (as MLX computes its fragment coordinates once).
+    __MF_OP(__mf_op_int_add, 0);
     int row = 0, col = 0;
-    Layout::map::current().coord(__mf_simdgroup(), __mf_lane(), idx, row, col);
+    __map.coord(__sg, __lane, idx, row, col);
     array<index_type, Layout::rank> r;
     if constexpr (Layout::rank == 1) {
       r[0] = index_type(Layout::operand == __mf_coop_row_reduction ? row : col);
@@ -328,8 +335,8 @@ struct cooperative_tensor {
     static_assert(__is_same(__mf_unqual<T>, element_type),
                   "cooperative_tensor::load: the tensor's element type must be the cooperative tensor's");
     __MF_OP(__mf_op_threadgroup_load, __capacity);
-    const typename Layout::map m = Layout::map::current();
-    const uint sg = __mf_simdgroup(), lane = __mf_lane();
+    const typename Layout::map& m = __map;
+    const uint sg = __sg, lane = __lane;
     for (int i = 0; i < __capacity; ++i) {
       int row = 0, col = 0;
       if (!m.coord(sg, lane, uint(i), row, col)) continue;
@@ -343,12 +350,15 @@ struct cooperative_tensor {
     static_assert(__is_same(__mf_unqual<T>, element_type),
                   "cooperative_tensor::store: the tensor's element type must be the cooperative tensor's");
     __MF_OP(__mf_op_threadgroup_store, __capacity);
-    const typename Layout::map m = Layout::map::current();
-    const uint sg = __mf_simdgroup(), lane = __mf_lane();
+    const typename Layout::map& m = __map;
+    const uint sg = __sg, lane = __lane;
     for (int i = 0; i < __capacity; ++i) {
       int row = 0, col = 0;
       if (!m.coord(sg, lane, uint(i), row, col)) continue;
       if (!__written[i]) __mf_tensor_finding("cooperative_tensor::store reads a slot never written: slot", uint(i), ~0u);
+      // Reductions hold each entry in several lanes: one of them writes it.
+      const __mf_coop_position at = m.owner(row, col);
+      if (at.simdgroup != sg || at.lane != lane || at.slot != uint(i)) continue;
       if (Layout::rank == 1)
         t.__mf_write(Layout::operand == __mf_coop_row_reduction ? row : col, 0, __v[i]);
       else

@@ -178,16 +178,21 @@ struct tensor<ElementType, Extents, tensor_inline> {
 
   // Stand-in internals for tensor operations (rank 2): element (i0, i1) or
   // zero outside the extents; writes outside the extents are dropped.
+  // Rank 1 tensors take i1 = 0.
   METAL_FUNC bool __mf_inside(long i0, long i1) const {
-    return i0 >= 0 && i1 >= 0 && i0 < long(__ext.extent(0)) && i1 < long(__ext.extent(1));
+    if (i0 < 0 || i1 < 0 || i0 >= long(__ext.extent(0))) return false;
+    return __rank < 2 ? i1 == 0 : i1 < long(__ext.extent(__rank < 2 ? 0 : 1));
+  }
+  METAL_FUNC long __mf_offset(long i0, long i1) const {
+    return i0 * long(__stride[0]) + (__rank < 2 ? 0l : i1 * long(__stride[__rank < 2 ? 0 : 1]));
   }
   METAL_FUNC value_type __mf_read(long i0, long i1) const {
-    if (!__mf_inside(i0, i1)) return value_type(0);
-    return __data[i0 * long(__stride[0]) + i1 * long(__stride[1])];
+    if (!__mf_inside(i0, i1)) return static_cast<value_type>(0);
+    return __data[__mf_offset(i0, i1)];
   }
   template <class V>
   METAL_FUNC void __mf_write(long i0, long i1, V v) const {
-    if (__mf_inside(i0, i1)) __data[i0 * long(__stride[0]) + i1 * long(__stride[1])] = static_cast<value_type>(v);
+    if (__mf_inside(i0, i1)) __data[__mf_offset(i0, i1)] = static_cast<value_type>(v);
   }
 };
 

@@ -442,7 +442,7 @@ class matmul2d {
       } else {
         bool written = true;
         const auto v = scope_of_op.template read<__mf_unqual<LeftOperand>>(
-            __transpose_left ? L::layout::map::current().owner(kk, row) : L::layout::map::current().owner(row, kk), 0,
+            __transpose_left ? left.__map.owner(kk, row) : left.__map.owner(row, kk), 0,
             written);
         unwritten_input |= !written;
         return __mf_widen(v);
@@ -457,7 +457,7 @@ class matmul2d {
       } else {
         bool written = true;
         const auto v = scope_of_op.template read<__mf_unqual<RightOperand>>(
-            __transpose_right ? R::layout::map::current().owner(col, kk) : R::layout::map::current().owner(kk, col), 1,
+            __transpose_right ? right.__map.owner(col, kk) : right.__map.owner(kk, col), 1,
             written);
         unwritten_input |= !written;
         return __mf_widen(v);
@@ -475,7 +475,7 @@ class matmul2d {
     };
 
     if constexpr (D::is_coop) {
-      const typename D::layout::map m = D::layout::map::current();
+      const typename D::layout::map& m = destination.__map;
       for (int i = 0; i < D::layout::capacity; ++i) {
         int row = 0, col = 0;
         if (!m.coord(sg, lane, uint(i), row, col)) continue;
@@ -542,8 +542,8 @@ class matmul2d {
                           ~0u, ~0u);
     __mf_scope_entry entry = {&src, nullptr, nullptr, 0, 0};
     const __mf_scope<1> s = __mf_scope<1>::enter(entry, "get_*_input_cooperative_tensor");
-    const typename Dst::layout::map dm = Dst::layout::map::current();
-    const typename Src::layout::map sm = Src::layout::map::current();
+    const typename Dst::layout::map& dm = out.__map;
+    const typename Src::layout::map& sm = src.__map;
     bool unwritten = false;
     for (int i = 0; s.complete && i < Dst::layout::capacity; ++i) {
       int row = 0, col = 0;
@@ -559,6 +559,15 @@ class matmul2d {
 };
 
 // ---- reductions ------------------------------------------------------------------
+// The identity is not deduced: Metal deduces ElementType from the
+// cooperative tensors alone in practice (a `constant float` identity has no
+// address space there), while C++ for OpenCL would deduce `__constant float`.
+template <class T>
+struct __mf_type_identity {
+  typedef T type;
+};
+template <class T>
+using __mf_non_deduced = typename __mf_type_identity<T>::type;
 template <bool Rows, class E, class SX, class DX, class SL, class DL>
 __MF_OP_FUNC void __mf_reduce(metal::cooperative_tensor<E, SX, SL>& source, metal::cooperative_tensor<E, DX, DL>& destination,
                               E identity, reduction_operation op) {
@@ -573,8 +582,8 @@ __MF_OP_FUNC void __mf_reduce(metal::cooperative_tensor<E, SX, SL>& source, meta
   __mf_scope_entry entry = {&source, nullptr, nullptr, 0, 0};
   const __mf_scope<SL::simdgroups> s = __mf_scope<SL::simdgroups>::enter(entry, "reduce");
   const uint sg = SL::simdgroups > 1 ? s.self / 32u : 0u, lane = SL::simdgroups ? s.self % 32u : 0u;
-  const typename DL::map dm = DL::map::current();
-  const typename SL::map sm = SL::map::current();
+  const typename DL::map& dm = destination.__map;
+  const typename SL::map& sm = source.__map;
   bool unwritten = false;
   for (int i = 0; s.complete && i < DL::capacity; ++i) {
     int row = 0, col = 0;
@@ -604,14 +613,14 @@ template <class ElementType, class SrcExtents, class DstExtents, class SrcLayout
 METAL_FUNC void reduce_rows(metal::cooperative_tensor<ElementType, SrcExtents, SrcLayout>& source,
                         metal::cooperative_tensor<ElementType, DstExtents, DstLayout>& destination,
                         reduction_operation op = reduction_operation::sum,
-                        ElementType identity = reduction_operation_identity<ElementType>::sum_identity) {
+                        __mf_non_deduced<ElementType> identity = reduction_operation_identity<ElementType>::sum_identity) {
   __mf_reduce<true>(source, destination, identity, op);
 }
 template <class ElementType, class SrcExtents, class DstExtents, class SrcLayout, class DstLayout>
 METAL_FUNC void reduce_columns(metal::cooperative_tensor<ElementType, SrcExtents, SrcLayout>& source,
                            metal::cooperative_tensor<ElementType, DstExtents, DstLayout>& destination,
                            reduction_operation op = reduction_operation::sum,
-                           ElementType identity = reduction_operation_identity<ElementType>::sum_identity) {
+                           __mf_non_deduced<ElementType> identity = reduction_operation_identity<ElementType>::sum_identity) {
   __mf_reduce<false>(source, destination, identity, op);
 }
 

@@ -27,9 +27,10 @@ struct DispatchResult {
 // `tensors` holds every non-scratch buffer of the plan except params, each at
 // least as large as the plan requires (LaunchError otherwise). With
 // `profile.enabled` (a module compiled for profiling) each launch's
-// LaunchResult carries its profile.
+// LaunchResult carries its profile. `tensor_layout_seed` permutes the
+// layout of cooperative tensors (LaunchOptions::tensor_layout_seed).
 DispatchResult execute(const Module& module, const DispatchPlan& plan,
                        const std::map<uint32_t, std::span<std::byte>>& tensors, const Detectors& detectors = {},
-                       const ProfileOptions& profile = {});
+                       const ProfileOptions& profile = {}, uint32_t tensor_layout_seed = 0);
 
 }  // namespace mfagen::cpu
