@@ -13,7 +13,9 @@ const Library& library() {
   static const Library l = Library::load_from_memory(test::manifest_for(R"({"kernels": [
     {"dtype": "float16", "head_dim": 80, "tiles": {"block_q": 32, "block_k": 32, "simdgroups": 4}},
     {"kind": "decode", "dtype": "float32", "head_dim": 64},
-    {"kind": "backward", "dtype": "float16", "head_dim": 64}]})"));
+    {"kind": "backward", "dtype": "float16", "head_dim": 64},
+    {"kind": "decode", "dtype": "float16", "head_dim": 64, "name": "decode16",
+     "tiles": {"block_q": 128, "block_k": 32, "simdgroups": 16}}]})"));
   return l;
 }
 
@@ -83,6 +85,13 @@ TEST(DispatchPlan, DecodeAndBackwardListTheirLaunchesInOrder) {
     EXPECT_EQ(p.launches[0].threadgroups[1], c.shape.heads_kv * c.row_blocks) << rows << " rows";
     EXPECT_EQ(p.launches[0].threadgroup_bytes, decode.info.threadgroup_bytes);
   }
+
+  // A kernel of 16 simdgroups still runs at most 8 per call (the template
+  // compiles its staging for 1, 2, 4 and 8 and for the kernel's own count).
+  const KernelEntry& decode16 = library().kernels()[3];
+  p = Library::plan(decode16, call_for({1, 32, 2, 16, 4096}, 64));  // 256 rows
+  EXPECT_EQ(p.launches[0].threads_per_threadgroup[0], 256u);
+  EXPECT_EQ(p.launches[0].threadgroups[1], 2u * 4);  // 4 row blocks of 64 rows per kv head
 
   const KernelEntry& backward = library().kernels()[2];
   p = Library::plan(backward, call_for({2, 4, 2, 50, 70}, 64));

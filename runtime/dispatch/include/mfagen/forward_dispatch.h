@@ -4,6 +4,7 @@
 // dependency on the generator, clang or JSON.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -322,7 +323,7 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) {
 // How a decode call meets its kernel (DESIGN.md section 4). The rows of a
 // GQA group (heads_q / heads_kv x seq_q) fill 8-row tiles. A threadgroup runs
 // `simdgroups` simdgroups: the fewest power of two (1, 2, 4, 8) whose tiles
-// hold the rows, at most the kernel's (block_q / rows per simdgroup). One
+// hold the rows, at most the kernel's (block_q / rows per simdgroup) and 8. One
 // query of GQA 8 thus runs one simdgroup, and speculative decoding shares
 // each staged K/V tile among all of its simdgroups; `row_blocks` threadgroups
 // cover the rows. Keys are split as choose_decode_splits() says (or as
@@ -346,9 +347,9 @@ struct DecodeGrid {
 inline DecodeGrid decode_grid(const ForwardKernelInfo& kernel, const AttentionShape& s, uint32_t call_splits) {
   DecodeGrid g;
   const uint64_t rows = uint64_t(uint32_t(s.heads_q) / uint32_t(s.heads_kv)) * s.seq_q;
-  const uint32_t most = kernel.threads / 32;
+  const uint32_t most = kernel.threads / 32;  // the kernel's; the template compiles staging for up to 8 per call
   const uint64_t tile_rows = kernel.block_q / (most ? most : 1);  // rows per simdgroup
-  while (2 * g.simdgroups <= most && g.simdgroups * tile_rows < rows) g.simdgroups *= 2;
+  while (2 * g.simdgroups <= std::min(most, 8u) && g.simdgroups * tile_rows < rows) g.simdgroups *= 2;
   const uint64_t block_rows = g.simdgroups * tile_rows;
   g.row_blocks = uint32_t(ceil_div(rows, block_rows));
   g.splits = call_splits ? call_splits
