@@ -1003,3 +1003,69 @@ TEST(TensorOpDetector, OffWhenDisabled) {
 
 }  // namespace
 }  // namespace mfagen::cputest
+
+namespace mfagen::cputest {
+namespace {
+
+// map_iterator: S minus its row maxima, in registers where
+// is_iterator_compatible says so (the default layout), through threadgroup
+// memory where it does not (a permuted layout): the same values both ways,
+// against plain loops. Without the check, a permuted layout is a finding.
+struct MapIteratorRun {
+  std::vector<float> c;
+  uint32_t path = 7;
+  cpu::LaunchResult result;
+};
+
+MapIteratorRun run_map_iterator(uint32_t seed, bool checked) {
+  auto module = compile_kernel("tensor_ops_map_iterator.metal", {std::string("CHECKED=") + (checked ? "1" : "0")});
+  std::vector<uint16_t> a(16 * 32), b(32 * 24);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = half_bits_exact(int(i * 7 % 13) - 6);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = half_bits_exact(int(i * 5 % 11) - 5);
+  MapIteratorRun r;
+  r.c.assign(16 * 24, -1.0f);
+  std::vector<uint32_t> path(1, 7);
+  cpu::LaunchOptions options;
+  options.threadgroups = {1, 1, 1};
+  options.threads_per_threadgroup = {32, 1, 1};
+  options.buffers = {bind(0, a), bind(1, b), bind(2, r.c), bind(3, path)};
+  options.tensor_layout_seed = seed;
+  r.result = cpu::launch(*module, "minus_row_max", options);
+  r.path = path[0];
+  // The reference, from the same exact small integers.
+  std::vector<double> s(16 * 24, 0.0);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 24; ++j)
+      for (int k = 0; k < 32; ++k) s[i * 24 + j] += double(int(i * 32 + k) * 7 % 13 - 6) * double(int(k * 24 + j) * 5 % 11 - 5);
+  for (int i = 0; i < 16; ++i) {
+    double m = s[i * 24];
+    for (int j = 1; j < 24; ++j) m = std::max(m, s[i * 24 + j]);
+    for (int j = 0; j < 24; ++j)
+      if (checked || seed == 0) EXPECT_EQ(r.c[i * 24 + j], float(s[i * 24 + j] - m)) << "row " << i << " col " << j;
+  }
+  return r;
+}
+
+TEST(MapIterator, RowMaximaThroughRegistersOnTheDefaultLayout) {
+  const MapIteratorRun r = run_map_iterator(0, true);
+  EXPECT_TRUE(IsClean(r.result));
+  EXPECT_EQ(r.path, 1u) << "the default layout is iterator-compatible";
+}
+
+TEST(MapIterator, ThroughThreadgroupMemoryOnAPermutedLayout) {
+  for (uint32_t seed : {1u, 77u}) {
+    const MapIteratorRun r = run_map_iterator(seed, true);
+    EXPECT_TRUE(IsClean(r.result));
+    EXPECT_EQ(r.path, 0u) << "a permuted layout is never iterator-compatible";
+  }
+}
+
+TEST(MapIterator, WithoutTheCompatibilityCheckAPermutedLayoutIsAFinding) {
+  const MapIteratorRun r = run_map_iterator(5, false);
+  ASSERT_GT(r.result.findings_total, 0u);
+  EXPECT_EQ(r.result.findings[0].kind, cpu::FindingKind::tensor_op);
+  EXPECT_NE(r.result.findings[0].detail.find("is_iterator_compatible"), std::string::npos) << r.result.findings[0].detail;
+}
+
+}  // namespace
+}  // namespace mfagen::cputest

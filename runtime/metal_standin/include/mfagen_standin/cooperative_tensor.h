@@ -390,6 +390,31 @@ struct cooperative_tensor {
   METAL_FUNC iterator begin() { return iterator{this, 0}; }
   METAL_FUNC iterator end() { return iterator{this, thread_index_type(__capacity)}; }
   METAL_FUNC iterator get_iterator(thread_index_type idx) { return iterator{this, idx}; }
+
+  // map_iterator(it): the iterator of *this at the element that corresponds
+  // to the element of another cooperative tensor that `it` points at (a row
+  // reduction: the element's row; a column reduction: its column; the same
+  // shape: the same element), held by the calling thread. Meaningful only
+  // where mpp::tensor_ops::is_iterator_compatible(other, *this) holds (here:
+  // the default layout, one SIMD group, matching rows or columns); anywhere
+  // else it is a finding and gives end().
+  template <class OtherIterator>
+  METAL_FUNC iterator map_iterator(OtherIterator it) {
+    const auto at = it.get_multidimensional_index();
+    const int col = at.size() == 2 ? int(at[0]) : 0, row = at.size() == 2 ? int(at[1]) : int(at[0]);
+    const __mf_coop_position p = __map.owner(row, col);
+    int r = 0, c = 0;
+    const bool held = int(p.slot) < __capacity && __map.coord(__sg, __lane, p.slot, r, c) &&
+                      (Layout::operand == __mf_coop_column_reduction || r == row) &&
+                      (Layout::operand == __mf_coop_row_reduction || c == col);
+    if (!held) {
+      __mf_tensor_finding("map_iterator: this thread does not hold the corresponding element (check "
+                          "is_iterator_compatible first): row, column",
+                          uint(row), uint(col));
+      return end();
+    }
+    return iterator{this, thread_index_type(p.slot)};
+  }
   METAL_FUNC bool is_valid_element(iterator it) const { return is_valid_element(it._idx); }
   METAL_FUNC array<index_type, Layout::rank> get_multidimensional_index(iterator it) const {
     return get_multidimensional_index(it._idx);

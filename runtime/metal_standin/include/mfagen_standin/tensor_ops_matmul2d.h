@@ -624,5 +624,22 @@ METAL_FUNC void reduce_columns(metal::cooperative_tensor<ElementType, SrcExtents
   __mf_reduce<false>(source, destination, identity, op);
 }
 
+// Whether destination.map_iterator(it) finds, in the calling thread, the
+// element that corresponds to each element `it` of source. Here: on the
+// default layout, for one SIMD group, when the destination is a row (column)
+// reduction over as many rows (columns) as the source has, or has the
+// source's shape; never under a permuted layout (kernels then take their
+// documented fallback through threadgroup memory).
+template <class SrcElementType, class DstElementType, class SrcExtents, class DstExtents, class SrcLayout, class DstLayout>
+METAL_FUNC bool is_iterator_compatible(const metal::cooperative_tensor<SrcElementType, SrcExtents, SrcLayout>&,
+                                       const metal::cooperative_tensor<DstElementType, DstExtents, DstLayout>&) {
+  constexpr bool one_simdgroup = SrcLayout::simdgroups == 1 && DstLayout::simdgroups == 1;
+  constexpr bool same_shape = DstLayout::rank == 2 && SrcLayout::rows == DstLayout::rows &&
+                              SrcLayout::cols == DstLayout::cols;
+  constexpr bool rows = DstLayout::operand == metal::__mf_coop_row_reduction && SrcLayout::rows == DstLayout::rows;
+  constexpr bool cols = DstLayout::operand == metal::__mf_coop_column_reduction && SrcLayout::cols == DstLayout::cols;
+  return SrcLayout::rank == 2 && one_simdgroup && (same_shape || rows || cols) && __mf_tensor_layout_seed() == 0;
+}
+
 }  // namespace tensor_ops
 }  // namespace mpp
