@@ -125,6 +125,32 @@ TEST(ThirdPartyStyleNax, ScalarIdioms) {
   }
 }
 
+// Fragments declared through an alias template over vec and deduced through
+// it (MLX NAX's dtype_frag_t<T>): T is bfloat, half, float or bool.
+TEST(ThirdPartyStyleNax, FragmentsDeducedThroughAnAliasTemplate) {
+  auto module = compile_kernel("third_party_style_nax.metal");
+  const double src[8] = {1.5, -2.0, 0.25, 3.0, -0.5, 8.0, 0.125, -1.0};  // exact in bfloat and half
+  std::vector<uint8_t> mask = {1, 0, 1, 1, 0, 0, 1, 0};
+  for (const char* entry : {"alias_fragments_bf16", "alias_fragments_half"}) {
+    bool bf16 = std::string(entry).find("bf16") != std::string::npos;
+    std::vector<uint16_t> in(8);
+    for (int i = 0; i < 8; ++i) in[i] = bf16 ? to_bfloat_bits(src[i]) : to_half_bits(src[i]);
+    std::vector<float> out(27, -7.0f);
+    auto result = run(*module, entry, {1, 1, 1}, {1, 1, 1}, {bind(0, in), bind(1, mask), bind(2, out)});
+    EXPECT_TRUE(IsClean(result)) << entry;
+    double sum = 0;
+    int seen = 0;
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(out[i], float(1.0 + src[i] * i)) << entry << " element " << i;
+      EXPECT_EQ(out[16 + i], mask[i] ? float(src[i]) : -1.0f) << entry << " mask element " << i;
+      sum += src[i];
+      seen += mask[i];
+    }
+    EXPECT_EQ(out[24], float(sum)) << entry << ": T deduced with an explicit Op before it";
+    EXPECT_EQ(out[26], float(seen)) << entry << ": a bool fragment";
+  }
+}
+
 // Cooperative inputs of a matmul2d with transposed operands hold the operand
 // as stored (MLX's S = Q K^T loads K rows into the right input): filled
 // through get_multidimensional_index they give op(A) * op(B) under any

@@ -108,3 +108,83 @@ instantiate_cooperative_inputs("inputs_tn", true, false, false)
 instantiate_cooperative_inputs("inputs_tt", true, true, false)
 instantiate_cooperative_inputs("guessed_nt", false, true, true)
 instantiate_cooperative_inputs("guessed_tn", true, false, true)
+
+// Fragments declared through an alias template over vec and deduced through
+// it (MLX's steel/attn/nax.h: `template <typename U> using dtype_frag_t =
+// typename metal::vec<U, kElemsPerFrag>;`, `load(thread dtype_frag_t<T>&
+// dst, ...)`), for bfloat and bool elements as well as half and float.
+struct Frag8 {
+  static constant constexpr const short kElems = 8;
+  template <typename U>
+  using dtype_frag_t = typename metal::vec<U, kElems>;
+
+  // T deduced from the fragment, the source's type separately.
+  template <typename T, typename SrcPtrType>
+  METAL_FUNC static constexpr void load(thread dtype_frag_t<T>& dst, SrcPtrType src) {
+    for (short i = 0; i < kElems; i++) dst[i] = static_cast<T>(src[i]);
+  }
+  // Two fragments of one type (one a local, one reached through a reference)
+  // and one of another: C += A * B element by element, in CType.
+  template <typename CType, typename AType>
+  METAL_FUNC static constexpr void fma(thread dtype_frag_t<CType>& c0, thread dtype_frag_t<CType>& c1,
+                                       const thread dtype_frag_t<AType>& a) {
+    for (short i = 0; i < kElems; i++) {
+      c0[i] += static_cast<CType>(a[i]) * c1[i];
+      c1[i] = CType(i);
+    }
+  }
+  // An explicit leading template argument, the deduced one after it.
+  template <typename Op, typename T>
+  METAL_FUNC static constexpr float reduce(thread const dtype_frag_t<T>& v) {
+    float r = Op::init;
+    for (short i = 0; i < kElems; i++) r = Op::apply(r, float(v[i]));
+    return r;
+  }
+};
+struct SumOp {
+  static constant constexpr const float init = 0.0f;
+  static METAL_FUNC float apply(float a, float b) { return a + b; }
+};
+
+template <typename T>
+struct Tile8 {
+  typedef typename Frag8::template dtype_frag_t<T> frag_type;
+  frag_type frags[2];
+  METAL_FUNC Tile8() thread {
+    for (short i = 0; i < 2; i++) frags[i] = frag_type(0);
+  }
+  METAL_FUNC thread frag_type& frag_at(short i) thread { return frags[i]; }
+};
+
+// out[0..7]: 1 + T(src[i]) * i through float fragments (c1 = i) and a T
+// fragment; out[16..23]: T(src[i]) where a bool fragment of the mask is
+// true, else -1; out[24], out[26]: sums of the T and the bool fragment.
+template <typename T>
+METAL_FUNC void alias_fragments(const device T* src, const device bool* mask, device float* out) {
+  Tile8<float> acc;
+  typename Frag8::template dtype_frag_t<T> a;
+  Frag8::load(a, src);
+  Frag8::load(acc.frag_at(0), src);
+  for (short i = 0; i < 8; i++) {
+    acc.frag_at(0)[i] = 1.0f;
+    acc.frag_at(1)[i] = float(i);
+  }
+  Frag8::fma(acc.frag_at(0), acc.frag_at(1), a);
+  typename Tile8<bool>::frag_type m;
+  Frag8::load(m, mask);
+  for (short i = 0; i < 8; i++) {
+    out[i] = acc.frag_at(0)[i];
+    out[16 + i] = m[i] ? float(a[i]) : -1.0f;
+  }
+  out[24] = Frag8::reduce<SumOp>(a);
+  out[26] = Frag8::reduce<SumOp>(m);
+}
+
+kernel void alias_fragments_bf16(const device bfloat* src [[buffer(0)]], const device bool* mask [[buffer(1)]],
+                                 device float* out [[buffer(2)]]) {
+  alias_fragments(src, mask, out);
+}
+kernel void alias_fragments_half(const device half* src [[buffer(0)]], const device bool* mask [[buffer(1)]],
+                                 device float* out [[buffer(2)]]) {
+  alias_fragments(src, mask, out);
+}

@@ -14,8 +14,12 @@
 //   element-wise arithmetic/comparisons; swizzles and .rgba are not available
 //   on them (compile error). Size/alignment: 4/4, 8/8, 8/8 (like Metal).
 // * metal::vec<T, N> maps to the types above (any N >= 1 for builtin element
-//   types, N = 2..4 for bfloat). It is an alias through a trait, so a function
-//   template parameter `vec<T, N>` does not deduce T and N.
+//   types, N >= 2 for bfloat: N >= 5 is __mf_bfloatn<N>, elements and
+//   operator[] only, as MLX's NAX fragments vec<bfloat, 8> use it). It is an
+//   alias through a trait, so a function template parameter `vec<T, N>` does
+//   not deduce T and N; where an alias template over vec is deduced through
+//   (MLX's dtype_frag_t<T>), the cpu lowering deduces the vector's type and
+//   takes T from it (__mf_vec_alias_matches, runtime/backends/cpu/msl_dialect.cpp).
 #pragma once
 #include "scalar_types.h"
 
@@ -61,7 +65,18 @@ struct __attribute__((aligned(8))) bfloat4 {
   METAL_FUNC bfloat& operator[](int i) { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
   METAL_FUNC const bfloat& operator[](int i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
 };
-static_assert(sizeof(::bfloat2) == 4 && sizeof(::bfloat3) == 8 && sizeof(::bfloat4) == 8, "bfloat vector sizes");
+// vec<bfloat, N> for N >= 5 (Metal 4 accepts them; MLX's NAX fragments are
+// vec<bfloat, 8>): N elements, aligned like the 16-bit vectors of that
+// size, no swizzles.
+template <int __N>
+struct __attribute__((aligned(__N >= 8 ? 16 : 8))) __mf_bfloatn {
+  bfloat __e[__N];
+  METAL_FUNC bfloat& operator[](int i) { return __e[i]; }
+  METAL_FUNC const bfloat& operator[](int i) const { return __e[i]; }
+};
+static_assert(sizeof(::bfloat2) == 4 && sizeof(::bfloat3) == 8 && sizeof(::bfloat4) == 8 &&
+                  sizeof(__mf_bfloatn<8>) == 16,
+              "bfloat vector sizes");
 namespace metal {
 using ::bfloat2;
 using ::bfloat3;
@@ -134,13 +149,20 @@ __MF_BF_VT(2)
 __MF_BF_VT(3)
 __MF_BF_VT(4)
 #undef __MF_BF_VT
+template <int __N>
+struct __mf_vt_impl<__mf_bfloatn<__N>> {
+  static constexpr bool is_vec = true;
+  static constexpr bool is_bool_vec = false;
+  static constexpr int n = __N;
+  typedef bfloat elem;
+  typedef bfloat lelem;
+};
 
 template <class T>
 using __mf_vt = __mf_vt_impl<__mf_unqual<T>>;
 
 template <class T>
-inline constexpr bool __mf_is_bfvec = __is_same(__mf_unqual<T>, bfloat2) || __is_same(__mf_unqual<T>, bfloat3) ||
-                                      __is_same(__mf_unqual<T>, bfloat4);
+inline constexpr bool __mf_is_bfvec = __mf_vt<T>::is_vec && __is_same(typename __mf_vt<T>::elem, bfloat);
 
 // ---- metal::vec<T, N> -------------------------------------------------------
 template <class T, int N>
@@ -154,7 +176,11 @@ struct __mf_vec_sel<bool, N> {
 };
 template <int N>
 struct __mf_vec_sel<bfloat, N> {
-  static_assert(N >= 2 && N <= 4, "metal::vec<bfloat, N>: the stand-in supports N = 2, 3, 4 only");
+  static_assert(N >= 2, "metal::vec<bfloat, N>: the stand-in supports N >= 2 only");
+  typedef __mf_bfloatn<N> type;
+};
+template <>
+struct __mf_vec_sel<bfloat, 4> {
   typedef bfloat4 type;
 };
 template <>
@@ -170,6 +196,22 @@ namespace metal {
 template <class T, int N>
 using vec = typename ::__mf_vec_sel<T, N>::type;
 }  // namespace metal
+
+// Deduction through an alias template A over vec (MLX: `template <typename
+// U> using dtype_frag_t = metal::vec<U, 8>;`, `load(thread dtype_frag_t<T>&
+// dst, ...)`). vec is a trait here, so the cpu lowering deduces the argument's
+// type V instead, takes T = __mf_vec_lelem_t<V> and keeps the function only
+// when A<T> is V: T and the function set are Metal's, for bfloat and bool
+// elements too (which an ext vector pattern could not deduce).
+template <class V>
+using __mf_vec_lelem_t = typename __mf_vt<V>::lelem;
+template <class V, template <class> class A, class T>
+constexpr bool __mf_vec_alias_matches() {
+  if constexpr (__mf_vt<V>::is_vec)
+    return __is_same(__mf_unqual<V>, A<T>);
+  else
+    return false;
+}
 
 // ---- bfloat vector operators ------------------------------------------------
 template <class V, __mf_if<__mf_is_bfvec<V>> = 0>
