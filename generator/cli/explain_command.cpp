@@ -94,6 +94,10 @@ std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
                                     plural(p.simdgroups, "simdgroup"), plan::kSimdWidth,
                                     plan::kMaxThreadsPerThreadgroup)},
       {"row tiles", fmt::format("{} per simdgroup ({} query rows each)", p.row_tiles, 8 * p.row_tiles)},
+      {"products", p.tensor_ops ? fmt::format("Metal 4 TensorOps: matmul2d of {} rows per simdgroup (S = Q K^T, "
+                                              "O += P V), needs Metal 4 and an apple10 GPU (manifest \"requires\")",
+                                              8 * p.row_tiles)
+                                : std::string("simdgroup_matrix 8x8 MMAs (Metal 3.1, apple7 and later)")},
       {"K/V passes", fmt::format("{} columns staged per pass: {} over D {} ({} tiles of 8), {} over Dv {} ({} tiles)",
                                  p.chunk, plural(p.d_passes, "pass"), s.head_dim, p.d_tiles,
                                  plural(p.dv_passes, "pass"), s.head_dim_v, p.dv_tiles)},

@@ -115,8 +115,17 @@ TEST_F(GenerateCli, ListAndExplain) {
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  16384 bytes of the 32768-byte limit"));
   EXPECT_THAT(explain.out, HasSubstr("136 visited of 256"));  // causal: 1 + 2 + ... + 16 key blocks
+  EXPECT_THAT(explain.out, HasSubstr("products:            simdgroup_matrix 8x8 MMAs"));
   auto bad = mfagen({"explain", spec, "--heads-q", "6", "--heads-kv", "4"});
   EXPECT_EQ(bad.exit_code, 1);
+
+  // target apple10: the forward kernel runs on TensorOps, and says what it needs.
+  const fs::path apple10 = dir_ / "apple10.json";
+  std::ofstream(apple10) << R"({"dtype": "float16", "head_dim": 64, "target": "apple10"})";
+  explain = mfagen({"explain", apple10.string()});
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_THAT(explain.out, HasSubstr("products:            Metal 4 TensorOps: matmul2d of 32 rows per simdgroup"));
+  EXPECT_THAT(explain.out, HasSubstr("needs Metal 4 and an apple10 GPU"));
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ TEST(TileTable, ForwardRowsAreOneTilePerSimdgroupOnEverySimdgroupMatrixFamily) {
 
 TEST(TileTable, Apple10ForwardRowsAreTensorOpsTiles) {
   // apple10's forward kernels run on TensorOps (matmul2d) and have rows of
-  // their own: 16 query rows per simdgroup, MLX NAX's fragment height.
+  // their own: whole 16-row fragments (MLX NAX's height) per simdgroup.
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
     const spec::Tiles t = table_tiles(d, d, spec::DType::float16, spec::Target::apple10);
     EXPECT_EQ(t.block_q % (16 * t.simdgroups), 0u) << d;

@@ -279,7 +279,13 @@ struct cooperative_tensor {
   typename Layout::map __map;
   uint __sg, __lane;
 
-  METAL_FUNC cooperative_tensor() : __map(Layout::map::current()), __sg(__mf_simdgroup()), __lane(__mf_lane()) {
+  METAL_FUNC cooperative_tensor() { __mf_init(); }
+  // Registers on a GPU: nothing to count in the profile.
+  __MF_OP_FUNC void __mf_init() {
+    __MF_OP(__mf_op_int_add, 0);
+    __map = Layout::map::current();
+    __sg = __mf_simdgroup();
+    __lane = __mf_lane();
     for (int i = 0; i < __capacity; ++i) {
       __v[i] = __mf_unset_value<element_type>();
       __written[i] = false;
@@ -293,13 +299,16 @@ struct cooperative_tensor {
   METAL_FUNC static uint __mf_simdgroup() { return Layout::simdgroups > 1 ? __mf_scope_simdgroup() : 0u; }
   METAL_FUNC static uint __mf_lane() { return Layout::simdgroups ? __mf_simd_lane() : 0u; }
 
-  __MF_OP_FUNC bool is_valid_element(thread_index_type idx) const {
+  // Out of line on the cpu backend: kernels unroll their loops over a
+  // tensor's slots (Apple asks for it), and hundreds of inlined copies of the
+  // layout arithmetic made large kernels slow to compile.
+  __MF_OP_OUT_OF_LINE bool is_valid_element(thread_index_type idx) const {
     __MF_OP(__mf_op_int_add, 0);  // known at compile time once the capacity loop is unrolled
     int row = 0, col = 0;
     return int(idx) < __capacity && __map.coord(__sg, __lane, idx, row, col);
   }
   // Coordinates of slot idx; dimension 0 is the column (fastest-varying).
-  __MF_OP_FUNC array<index_type, Layout::rank> get_multidimensional_index(thread_index_type idx) const {
+  __MF_OP_OUT_OF_LINE array<index_type, Layout::rank> get_multidimensional_index(thread_index_type idx) const {
     // A function of the lane and the slot only: with the capacity loop
     // unrolled, the GPU compiler computes it once per thread, outside the
     // kernel's loops (as MLX computes its fragment coordinates once).
@@ -399,7 +408,9 @@ struct cooperative_tensor {
   // the default layout, one SIMD group, matching rows or columns); anywhere
   // else it is a finding and gives end().
   template <class OtherIterator>
-  METAL_FUNC iterator map_iterator(OtherIterator it) {
+  __MF_OP_OUT_OF_LINE iterator map_iterator(OtherIterator it) {
+    // With the loops unrolled, a register of this thread: computed at compile time on a GPU.
+    __MF_OP(__mf_op_int_add, 0);
     const auto at = it.get_multidimensional_index();
     const int col = at.size() == 2 ? int(at[0]) : 0, row = at.size() == 2 ? int(at[1]) : int(at[0]);
     const __mf_coop_position p = __map.owner(row, col);

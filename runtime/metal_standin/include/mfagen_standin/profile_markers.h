@@ -50,6 +50,9 @@ enum __mf_profile_op : unsigned int {
 // the kernel around them unlike the GPU compiler's (loops around an MMA would
 // stay rolled and recompute their index arithmetic). Collectives and barriers
 // stay inline: the executor tells their call sites apart by return address.
+// Built-ins that are out of line in every compile (their bodies are large
+// and kernels call them from fully unrolled loops).
+#define __MF_OP_OUT_OF_LINE inline __attribute__((noinline))
 #ifdef __MF_PROFILE
 #define __MF_OP_FUNC inline __attribute__((noinline))
 #define __MF_OP(op, amount) \

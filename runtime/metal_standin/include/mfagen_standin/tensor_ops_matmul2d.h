@@ -163,10 +163,25 @@ struct __mf_scope {
   // (else a finding, and the operation computes nothing: what absent threads
   // would have published cannot be read).
   bool complete;
+  // The finding enter() saw, reported by the caller's inlined code (report())
+  // so that it points at the kernel's line even when the work is out of line.
+  const __constant char* pending;
+  uint pending_a, pending_b;
+  METAL_FUNC void defer(const __constant char* what, uint a, uint b) {
+    if (pending) return;
+    pending = what;
+    pending_a = a;
+    pending_b = b;
+  }
+  METAL_FUNC void report() const {
+    if (pending) __mf_tensor_finding(pending, pending_a, pending_b);
+  }
 
   METAL_FUNC static __mf_scope enter(__mf_scope_entry& entry, const __constant char* operation) {
     __mf_scope s;
     s.complete = true;
+    s.pending = nullptr;
+    s.pending_a = s.pending_b = ~0u;
     if constexpr (Simdgroups == 0) {
       s.table = &entry;
       s.mine = &entry;
@@ -178,16 +193,16 @@ struct __mf_scope {
       s.self = __mf_simd_lane();
       s.complete = mask == 0xffffffffu;
       if (!s.complete)
-        __mf_tensor_finding("not every thread of the execution_simdgroup scope entered the tensor operation "
-                            "(active lane mask, calling lane)",
-                            mask, s.self);
+        s.defer("not every thread of the execution_simdgroup scope entered the tensor operation "
+                "(active lane mask, calling lane)",
+                mask, s.self);
     } else {
       uint sg = 0, count = 0;
       __mf_scope_position(&sg, &count);
       s.complete = count == Simdgroups;
       if (count != Simdgroups)
-        __mf_tensor_finding("the execution_simdgroups<N> scope does not match the dispatch (N, SIMD groups dispatched)",
-                            Simdgroups, count);
+        s.defer("the execution_simdgroups<N> scope does not match the dispatch (N, SIMD groups dispatched)",
+                Simdgroups, count);
       __mf_scope_entry* slots = static_cast<__mf_scope_entry*>(__mf_scope_slots(sizeof(__mf_scope_entry)));
       s.self = sg * 32u + __mf_simd_lane();
       entry.present = 1;
@@ -199,9 +214,9 @@ struct __mf_scope {
       for (uint t = 0; t < threads; ++t)
         if (!slots[t].present) {
           s.complete = false;
-          __mf_tensor_finding("not every thread of the execution_simdgroups<N> scope entered the tensor operation "
-                              "(missing thread, calling thread)",
-                              t, s.self);
+          s.defer("not every thread of the execution_simdgroups<N> scope entered the tensor operation "
+                  "(missing thread, calling thread)",
+                  t, s.self);
           break;
         }
     }
@@ -385,6 +400,36 @@ class matmul2d {
       __MF_OP(op, 0);
     }
 
+    const __mf_run_status status = __mf_run_body(left, right, destination);
+    if (status.pending) __mf_tensor_finding(status.pending, status.pending_a, status.pending_b);
+    if (status.unwritten_input)
+      __mf_tensor_finding("matmul2d::run reads a cooperative input element never written", ~0u, ~0u);
+    if (status.unwritten_destination)
+      __mf_tensor_finding("matmul2d::run accumulates into a cooperative destination slot never written (zero it "
+                          "before the first run)",
+                          ~0u, ~0u);
+  }
+
+  // The work of run(), out of line: a kernel calls run() per pass and per
+  // block, and inlining each copy made large kernels slow to compile on the
+  // cpu backend. Findings go back to run(), inlined at the kernel's line.
+  struct __mf_run_status {
+    const __constant char* pending;
+    uint pending_a, pending_b;
+    bool unwritten_input, unwritten_destination;
+  };
+  template <class LeftOperand, class RightOperand, class DestinationOperand>
+  __attribute__((noinline)) __mf_run_status __mf_run_body(LeftOperand& left, RightOperand& right,
+                                                          DestinationOperand& destination) const {
+    __MF_OP(__mf_op_int_add, 0);  // counted by run()'s marker (and the per-8 markers of a dynamic k below)
+    typedef __mf_operand_of<LeftOperand> L;
+    typedef __mf_operand_of<RightOperand> R;
+    typedef __mf_operand_of<DestinationOperand> D;
+    constexpr bool integer = __mf_is_int8<typename L::value_type> && __mf_is_int8<typename R::value_type>;
+    constexpr bool wide = __is_same(typename L::value_type, float) || __is_same(typename R::value_type, float);
+    constexpr uint op = integer ? __mf_op_tensor_mma_i8 : wide ? __mf_op_tensor_mma_f32 : __mf_op_tensor_mma_f16;
+    constexpr uint share = __simdgroups > 1 ? __simdgroups : 1;
+    constexpr uint mn_blocks = uint((__m + 7) / 8) * uint((__n + 7) / 8);
     int k = __k;
     if constexpr (__k <= 0) {
       if constexpr (L::is_tensor) k = int(left.get_extent(__transpose_left ? 1 : 0));
@@ -427,9 +472,10 @@ class matmul2d {
     const __mf_scope<__simdgroups> scope_of_op = __mf_scope<__simdgroups>::enter(entry, "matmul2d::run");
     const uint sg = __simdgroups > 1 ? scope_of_op.self / 32u : 0u;
     const uint lane = __simdgroups ? scope_of_op.self % 32u : 0u;
+    __mf_run_status status = {scope_of_op.pending, scope_of_op.pending_a, scope_of_op.pending_b, false, false};
     if (!scope_of_op.complete) {
       scope_of_op.leave();
-      return;
+      return status;
     }
     bool unwritten_input = false, unwritten_destination = false;
 
@@ -495,12 +541,9 @@ class matmul2d {
       }
     }
     scope_of_op.leave();
-    if (unwritten_input)
-      __mf_tensor_finding("matmul2d::run reads a cooperative input element never written", ~0u, ~0u);
-    if (unwritten_destination)
-      __mf_tensor_finding("matmul2d::run accumulates into a cooperative destination slot never written (zero it "
-                          "before the first run)",
-                          ~0u, ~0u);
+    status.unwritten_input = unwritten_input;
+    status.unwritten_destination = unwritten_destination;
+    return status;
   }
 
   // ---- checks and helpers ---------------------------------------------------
@@ -542,6 +585,7 @@ class matmul2d {
                           ~0u, ~0u);
     __mf_scope_entry entry = {&src, nullptr, nullptr, 0, 0};
     const __mf_scope<1> s = __mf_scope<1>::enter(entry, "get_*_input_cooperative_tensor");
+    s.report();
     const typename Dst::layout::map& dm = out.__map;
     const typename Src::layout::map& sm = src.__map;
     bool unwritten = false;
@@ -581,6 +625,7 @@ __MF_OP_FUNC void __mf_reduce(metal::cooperative_tensor<E, SX, SL>& source, meta
   typedef metal::cooperative_tensor<E, SX, SL> Src;
   __mf_scope_entry entry = {&source, nullptr, nullptr, 0, 0};
   const __mf_scope<SL::simdgroups> s = __mf_scope<SL::simdgroups>::enter(entry, "reduce");
+  s.report();
   const uint sg = SL::simdgroups > 1 ? s.self / 32u : 0u, lane = SL::simdgroups ? s.self % 32u : 0u;
   const typename DL::map& dm = destination.__map;
   const typename SL::map& sm = source.__map;
