@@ -32,6 +32,11 @@
 //   left, n x k for the right), as MLX's NAX kernels fill it.
 // * reduce_rows / reduce_columns (sum, max, min; identity argument defaults
 //   to sum's, as in Apple's header) fold in column (row) order.
+// * is_iterator_compatible(src, dst) and cooperative_tensor::map_iterator:
+//   compatible on the default layout for one SIMD group (a reduction over
+//   the source's rows or columns, or the source's shape); never permuted.
+// * run()'s work is out of line (kernels call it per pass and per block);
+//   its findings are reported by the inlined run(), at the kernel's line.
 #pragma once
 #include "cooperative_tensor.h"
 
