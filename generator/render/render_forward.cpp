@@ -66,6 +66,9 @@ std::string render_forward(const plan::KernelPlan& plan) {
   const bool mask = s.mask != spec::MaskKind::none;
   const std::string rule = visibility_rule(s);
   const expr::MaskDependence mask_dependence = expr::mask_dependence(s.mods);
+  // TensorOps kernels: P V's left operand is 16-bit P in threadgroup memory
+  // beside 16-bit K/V tiles; float32 otherwise (float32 or dequantized tiles).
+  const bool p_in_tile = !spec::kv_quantized(s.kv_dtype) && s.dtype != spec::DType::float32;
   TemplateValues values = {
       {"entry", plan.entry},
       {"generator_version", std::string(MFAGEN_VERSION)},
@@ -78,9 +81,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"elem_type", element_type(s.dtype)},
       // TensorOps kernels stage K and V in their own type (quantized ones dequantized to float).
       {"tile_type", spec::kv_quantized(s.kv_dtype) ? "float" : element_type(s.dtype)},
-      // P V's left operand: 16-bit P in threadgroup memory beside 16-bit tiles, else float32.
-      {"p_in_tile", !spec::kv_quantized(s.kv_dtype) && s.dtype != spec::DType::float32},
-      {"p_type", !spec::kv_quantized(s.kv_dtype) && s.dtype != spec::DType::float32 ? element_type(s.dtype) : "float"},
+      {"p_in_tile", p_in_tile},
+      {"p_type", p_in_tile ? element_type(s.dtype) : "float"},
       {"head_dim", number(s.head_dim)},
       {"head_dim_v", number(s.head_dim_v)},
       {"d_tiles", number(plan.d_tiles)},

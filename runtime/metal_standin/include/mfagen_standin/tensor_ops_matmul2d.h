@@ -276,6 +276,16 @@ class matmul2d {
   static constexpr bool __transpose_right = __mf_desc::transpose_right(Descriptor);
   static constexpr bool __accumulate = __mf_desc::accumulate(Descriptor);
   static constexpr bool __single_simdgroup = __is_same(Scope, metal::execution_simdgroup);
+  // The profile's op for a run (by operand types) and the 8x8 blocks of its
+  // m x n; each simdgroup of the scope counts its share.
+  template <class LT, class RT>
+  static constexpr bool __mf_integer_operands = __mf_is_int8<LT> && __mf_is_int8<RT>;
+  template <class LT, class RT>
+  static constexpr uint __mf_profile_op = __mf_integer_operands<LT, RT> ? __mf_op_tensor_mma_i8
+                                          : (__is_same(LT, float) || __is_same(RT, float)) ? __mf_op_tensor_mma_f32
+                                                                                          : __mf_op_tensor_mma_f16;
+  static constexpr uint __mf_share = __simdgroups > 1 ? __simdgroups : 1;
+  static constexpr uint __mf_mn_blocks = uint((__m + 7) / 8) * uint((__n + 7) / 8);
   // Cooperative inputs hold the operand as stored: a transposed left input
   // is k x m, a transposed right input n x k (MLX's steel/attn/nax.h loads
   // K rows into the right input of S = Q K^T).
@@ -394,13 +404,9 @@ class matmul2d {
                     "matmul2d::run: the destination cooperative tensor must come from this op's "
                     "get_destination_cooperative_tensor");
 
-    constexpr bool integer = __mf_is_int8<typename L::value_type> && __mf_is_int8<typename R::value_type>;
-    constexpr bool wide = __is_same(typename L::value_type, float) || __is_same(typename R::value_type, float);
-    constexpr uint op = integer ? __mf_op_tensor_mma_i8 : wide ? __mf_op_tensor_mma_f32 : __mf_op_tensor_mma_f16;
-    constexpr uint share = __simdgroups > 1 ? __simdgroups : 1;
-    constexpr uint mn_blocks = uint((__m + 7) / 8) * uint((__n + 7) / 8);
+    constexpr uint op = __mf_profile_op<typename L::value_type, typename R::value_type>;
     if constexpr (__k > 0) {
-      __MF_OP(op, (mn_blocks * uint((__k + 7) / 8) + share - 1) / share);
+      __MF_OP(op, (__mf_mn_blocks * uint((__k + 7) / 8) + __mf_share - 1) / __mf_share);
     } else {
       __MF_OP(op, 0);
     }
@@ -430,18 +436,15 @@ class matmul2d {
     typedef __mf_operand_of<LeftOperand> L;
     typedef __mf_operand_of<RightOperand> R;
     typedef __mf_operand_of<DestinationOperand> D;
-    constexpr bool integer = __mf_is_int8<typename L::value_type> && __mf_is_int8<typename R::value_type>;
-    constexpr bool wide = __is_same(typename L::value_type, float) || __is_same(typename R::value_type, float);
-    constexpr uint op = integer ? __mf_op_tensor_mma_i8 : wide ? __mf_op_tensor_mma_f32 : __mf_op_tensor_mma_f16;
-    constexpr uint share = __simdgroups > 1 ? __simdgroups : 1;
-    constexpr uint mn_blocks = uint((__m + 7) / 8) * uint((__n + 7) / 8);
+    constexpr bool integer = __mf_integer_operands<typename L::value_type, typename R::value_type>;
+    constexpr uint op = __mf_profile_op<typename L::value_type, typename R::value_type>;
     int k = __k;
     if constexpr (__k <= 0) {
       if constexpr (L::is_tensor) k = int(left.get_extent(__transpose_left ? 1 : 0));
       else k = 1;
     }
     if constexpr (__k <= 0) {
-      for (int k8 = 0; k8 < (k + 7) / 8; ++k8) __MF_OP(op, (mn_blocks + share - 1) / share);
+      for (int k8 = 0; k8 < (k + 7) / 8; ++k8) __MF_OP(op, (__mf_mn_blocks + __mf_share - 1) / __mf_share);
     }
 
     // Tensor operands are read once per run, each thread of the scope a
