@@ -126,6 +126,45 @@ TEST(ProfileCounts, BarriersCollectivesAndThreadgroupBytes) {
   EXPECT_FLOAT_EQ(out[0], 32 * 33 / 2.0f) << "lanes 0..31 read tids 1..32";
 }
 
+// A matmul2d run is its tensor MMAs whatever its operands are. Cooperative
+// operands (MLX's NAX kernels fill them element by element) once counted
+// the stand-in's emulation of the product: thousands of integer, generic
+// memory and fma instructions per run that a GPU never issues.
+TEST(ProfileCounts, TensorOpsRunsCountAsTheirMmasWithCooperativeOrTensorOperands) {
+  auto module = compile_profiled("profile_tensor_ops.metal");
+  std::vector<_Float16> a(16 * 16), b(32 * 16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = _Float16(float(int(i % 7) - 3) * 0.25f);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = _Float16(float(int(i % 5) - 2) * 0.5f);
+  for (const char* entry : {"coop_operands", "tensor_operands"}) {
+    SCOPED_TRACE(entry);
+    double integer_ops[2] = {};
+    for (uint32_t rounds : {1u, 3u}) {
+      std::vector<float> c(16 * 32, -1.0f);
+      auto r = run_profiled(*module, entry, {1, 1, 1}, {32, 1, 1},
+                            {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
+      ASSERT_TRUE(IsClean(r));
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 32; ++j) {
+          double expected = 0;
+          for (int k = 0; k < 16; ++k) expected += double(a[i * 16 + k]) * double(b[j * 16 + k]);
+          ASSERT_EQ(c[i * 32 + j], float(rounds * expected)) << i << "," << j;
+        }
+      // 16x32x16: eight 8x8 output blocks, two 8-deep steps each, per run.
+      EXPECT_EQ(count(r, Op::tensor_mma_f16), 16 * rounds);
+      EXPECT_EQ(count(r, Op::f32_fma), 0) << "the emulated product is not the kernel's";
+      EXPECT_EQ(count(r, Op::generic_load) + count(r, Op::generic_store), 0);
+      EXPECT_EQ(count(r, Op::widen), 0);
+      // out.store: one instruction per slot of the 16 x 32 float destination, to device memory.
+      EXPECT_EQ(count(r, Op::device_store), 16 * 32 / 32);
+      EXPECT_EQ(count(r, Op::threadgroup_store), std::string(entry) == "coop_operands" ? 0 : (16 * 16 + 32 * 16) / 32);
+      integer_ops[rounds / 2] = count(r, Op::int_logic) + count(r, Op::int_add) + count(r, Op::int_cmp_select) +
+                                 count(r, Op::int_divide) + count(r, Op::int_mul);
+    }
+    EXPECT_LE(integer_ops[1] - integer_ops[0], 2 * 4) << "a run costs no integer work beyond its loop's";
+    EXPECT_LE(integer_ops[0], 100) << "the kernel's own staging and index arithmetic";
+  }
+}
+
 TEST(ProfileCounts, SampledLaunchesExtrapolateWithinOnePercentOfAFullRun) {
   auto module = compile_profiled("profile_counts.metal");
   const Dim3 grid{64, 3, 1};

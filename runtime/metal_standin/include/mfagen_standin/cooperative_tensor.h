@@ -65,6 +65,16 @@ inline constexpr uint __mf_scope_simdgroups = 0;
 template <size_t N>
 inline constexpr uint __mf_scope_simdgroups<execution_simdgroups<N>> = uint(N);
 
+// The profile op of a cooperative load or store from a tensor over T's memory.
+template <class T>
+inline constexpr uint __mf_coop_memory_op_load = __mf_op_device_load;
+template <class T>
+inline constexpr uint __mf_coop_memory_op_load<__local T> = __mf_op_threadgroup_load;
+template <class T>
+inline constexpr uint __mf_coop_memory_op_store = __mf_op_device_store;
+template <class T>
+inline constexpr uint __mf_coop_memory_op_store<__local T> = __mf_op_threadgroup_store;
+
 // ---- layouts ------------------------------------------------------------------
 // What a cooperative tensor holds, for the matmul2d descriptor `Desc` (its
 // encoding, see MPPTensorOpsMatMul2d's matmul2d_descriptor).
@@ -343,7 +353,7 @@ struct cooperative_tensor {
   __MF_OP_FUNC void load(const tensor<T, E, tensor_inline>& t) {
     static_assert(__is_same(__mf_unqual<T>, element_type),
                   "cooperative_tensor::load: the tensor's element type must be the cooperative tensor's");
-    __MF_OP(__mf_op_threadgroup_load, __capacity);
+    __MF_OP(__mf_coop_memory_op_load<T>, __capacity);  // one instruction per slot, from device or threadgroup memory
     const typename Layout::map& m = __map;
     const uint sg = __sg, lane = __lane;
     for (int i = 0; i < __capacity; ++i) {
@@ -358,7 +368,7 @@ struct cooperative_tensor {
   __MF_OP_FUNC void store(const tensor<T, E, tensor_inline>& t) const {
     static_assert(__is_same(__mf_unqual<T>, element_type),
                   "cooperative_tensor::store: the tensor's element type must be the cooperative tensor's");
-    __MF_OP(__mf_op_threadgroup_store, __capacity);
+    __MF_OP(__mf_coop_memory_op_store<T>, __capacity);
     const typename Layout::map& m = __map;
     const uint sg = __sg, lane = __lane;
     for (int i = 0; i < __capacity; ++i) {

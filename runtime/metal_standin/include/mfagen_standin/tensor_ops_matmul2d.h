@@ -487,7 +487,7 @@ class matmul2d {
     }
     bool unwritten_input = false, unwritten_destination = false;
 
-    auto a_at = [&](int row, int kk) {
+    auto a_at = [&](int row, int kk) __attribute__((always_inline)) {
       if constexpr (stage_left) {
         const uint i = uint(row * __k + kk);
         return static_cast<const a_t*>(scope_of_op.table[__simdgroups ? i % threads : 0u].left)[i / threads];
@@ -502,7 +502,7 @@ class matmul2d {
         return __mf_widen(v);
       }
     };
-    auto b_at = [&](int kk, int col) {
+    auto b_at = [&](int kk, int col) __attribute__((always_inline)) {
       if constexpr (stage_right) {
         const uint i = uint(kk * __n + col);
         return static_cast<const b_t*>(scope_of_op.table[__simdgroups ? i % threads : 0u].right)[i / threads];
@@ -518,7 +518,7 @@ class matmul2d {
       }
     };
     typedef decltype(__mf_widen(typename D::value_type())) acc_t;
-    auto product = [&](int row, int col, acc_t acc) {
+    auto product = [&](int row, int col, acc_t acc) __attribute__((always_inline)) {
       for (int kk = 0; kk < k; ++kk) {
         if constexpr (integer)
           acc += a_at(row, kk) * b_at(kk, col);

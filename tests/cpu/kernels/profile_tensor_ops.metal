@@ -1,0 +1,44 @@
+// Kernels for ProfileCounts.TensorOps*: one 16x32x16 matmul2d run `rounds`
+// times, with cooperative operands filled element by element (as MLX's
+// NAXFrag::mma does) or with threadgroup tensors (as mfagen's kernels do).
+#include <metal_stdlib>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+using namespace metal;
+using namespace mpp::tensor_ops;
+
+constant constexpr auto kDesc =
+    matmul2d_descriptor(16, 32, 16, false, true, false, matmul2d_descriptor::mode::multiply_accumulate);
+
+// c (16 x 32, row-major) = rounds * a (16 x 16) b^T, b stored 32 x 16.
+kernel void coop_operands(device const half* a [[buffer(0)]], device const half* b [[buffer(1)]],
+                          device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]]) {
+  matmul2d<kDesc, execution_simdgroup> op;
+  auto left = op.get_left_input_cooperative_tensor<half, half, float>();
+  auto right = op.get_right_input_cooperative_tensor<half, half, float>();
+  auto out = op.get_destination_cooperative_tensor<decltype(left), decltype(right), float>();
+  typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> Input;
+  left.load(Input((device half*)a, dextents<int32_t, 2>(16, 16)));
+  right.load(Input((device half*)b, dextents<int32_t, 2>(16, 32)));
+  for (ushort i = 0; i < out.get_capacity(); ++i)
+    if (out.is_valid_element(i)) out[i] = 0.0f;
+  for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
+  out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
+}
+
+kernel void tensor_operands(device const half* a [[buffer(0)]], device const half* b [[buffer(1)]],
+                            device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]],
+                            uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup half a_tile[16 * 16];
+  threadgroup half b_tile[32 * 16];
+  for (uint i = lane; i < 16 * 16; i += 32) a_tile[i] = a[i];
+  for (uint i = lane; i < 32 * 16; i += 32) b_tile[i] = b[i];
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  typedef tensor<threadgroup half, dextents<int32_t, 2>, tensor_inline> Tile;
+  Tile left(a_tile, dextents<int32_t, 2>(16, 16)), right(b_tile, dextents<int32_t, 2>(16, 32));
+  matmul2d<kDesc, execution_simdgroup> op;
+  auto out = op.get_destination_cooperative_tensor<Tile, Tile, float>();
+  for (ushort i = 0; i < out.get_capacity(); ++i)
+    if (out.is_valid_element(i)) out[i] = 0.0f;
+  for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
+  out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
+}
