@@ -4,6 +4,9 @@
 // are; sampling extrapolated against full runs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include "kernels/harness.h"
 #include "mfagen/cpu/profile_ops.h"
 
@@ -191,6 +194,28 @@ TEST(ProfileCounts, AProfiledModuleAlsoRunsWithoutCollecting) {
   ASSERT_TRUE(IsClean(r));
   EXPECT_FALSE(r.profile.has_value());
   EXPECT_FLOAT_EQ(out[0], 32 * 33 / 2.0f);
+}
+
+// Profiling compiles are -O2 and the others -O1 (cpu::compile): both must
+// compute the same bits, or a profile would time a different kernel.
+TEST(ProfileCounts, AProfiledModuleComputesTheSameBitsAsAnOrdinaryOne) {
+  auto profiled = compile_profiled("profile_counts.metal");
+  auto ordinary = compile_kernel("profile_counts.metal");
+  std::vector<float> in(64 * 4);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = std::sin(float(i) * 0.37f) * 3.0f;
+  std::vector<float> out_profiled(64), out_ordinary(64);
+  ASSERT_TRUE(IsClean(run(*profiled, "divergent", {1, 1, 1}, {64, 1, 1}, {bind(0, in), bind(1, out_profiled)})));
+  ASSERT_TRUE(IsClean(run(*ordinary, "divergent", {1, 1, 1}, {64, 1, 1}, {bind(0, in), bind(1, out_ordinary)})));
+  EXPECT_EQ(0, std::memcmp(out_profiled.data(), out_ordinary.data(), out_ordinary.size() * sizeof(float)));
+
+  uint32_t n = 3;
+  std::vector<_Float16> a(64 * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = _Float16(std::cos(float(i)) * 0.75f);
+  std::vector<float> c_profiled(64), c_ordinary(64);
+  ASSERT_TRUE(IsClean(run(*profiled, "mma_loop", {1, 1, 1}, {32, 1, 1}, {bind(0, a), bind(1, c_profiled), bind_scalar(2, n)})));
+  ASSERT_TRUE(IsClean(run(*ordinary, "mma_loop", {1, 1, 1}, {32, 1, 1}, {bind(0, a), bind(1, c_ordinary), bind_scalar(2, n)})));
+  EXPECT_EQ(0, std::memcmp(c_profiled.data(), c_ordinary.data(), c_ordinary.size() * sizeof(float)));
+  EXPECT_NE(c_ordinary[0], 0.0f);
 }
 
 TEST(ProfileCounts, ProfilingNeedsAProfiledModule) {
