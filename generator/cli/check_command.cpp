@@ -17,6 +17,7 @@
 #include "check/manifest_check.h"
 #include "commands.h"
 #include "errors.h"
+#include "io/text_file.h"
 
 namespace mfagen::cli {
 namespace {
@@ -30,9 +31,11 @@ struct CheckArgs {
 };
 
 std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UserError(fmt::format("{}: cannot read the file", file));
-  return {std::istreambuf_iterator<char>(in), {}};
+  try {
+    return io::read_text_file(file);
+  } catch (const io::ReadError& e) {
+    throw UserError(e.what());
+  }
 }
 
 std::string signature_text(const check::KernelSignature& k) {

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "errors.h"
+#include "io/text_file.h"
 #include "kernel_summary.h"
 #include "spec/canonical.h"
 #include "spec/spec_parser.h"
@@ -25,9 +26,11 @@ namespace {
 using nlohmann::json;
 
 std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw UserError(fmt::format("{}: cannot read the file", file));
-  return {std::istreambuf_iterator<char>(in), {}};
+  try {
+    return io::read_text_file(file);
+  } catch (const io::ReadError& e) {
+    throw UserError(e.what());
+  }
 }
 
 // A manifest has a top-level "format" next to "kernels"; a spec set has

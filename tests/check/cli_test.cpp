@@ -55,6 +55,23 @@ TEST_F(CheckCli, GarbageIsAnErrorNotACrash) {
   EXPECT_NE(r.err.find(file.string() + ":1:"), std::string::npos) << r.err;
 }
 
+// A directory or a missing file is a user's mistake named as such, for
+// check and for list (they read their inputs the same way).
+TEST_F(CheckCli, ADirectoryOrAMissingFileIsAClearError) {
+  const fs::path missing = dir_ / "missing.metal";
+  for (const std::string& command : {"check", "list"}) {
+    SCOPED_TRACE(command);
+    test::ProcessResult r = mfagen({command, dir_.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(dir_.string() + ": cannot read the file: Is a directory"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+    r = mfagen({command, missing.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(missing.string() + ": cannot read the file: No such file or directory"), std::string::npos)
+        << r.err;
+  }
+}
+
 TEST_F(CheckCli, RuleFindingsExitOne) {
   fs::path file = write("rules.metal",
                         "#include <metal_stdlib>\n#include <cmath>\nusing namespace metal;\n"
