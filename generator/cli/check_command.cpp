@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,14 +28,6 @@ struct CheckArgs {
   unsigned jobs = 0;
 };
 
-std::string read_text(const std::string& file) {
-  try {
-    return io::read_text_file(file);
-  } catch (const io::ReadError& e) {
-    throw UserError(e.what());
-  }
-}
-
 std::string signature_text(const check::KernelSignature& k) {
   std::string out = fmt::format("  kernel {} (line {}): {} B static threadgroup memory\n", k.name, k.line,
                                 k.threadgroup_memory_bytes);
@@ -54,9 +44,9 @@ std::string signature_text(const check::KernelSignature& k) {
 
 int run_check(const CheckArgs& args) {
   std::vector<check::SourceFile> sources;
-  for (const std::string& file : args.files) sources.push_back({file, read_text(file)});
+  for (const std::string& file : args.files) sources.push_back({file, io::read_text_file(file)});
   std::string manifest_text;
-  if (!args.manifest.empty()) manifest_text = read_text(args.manifest);
+  if (!args.manifest.empty()) manifest_text = io::read_text_file(args.manifest);
 
   std::vector<check::CheckResult> results = check::check_many(sources, {}, args.jobs);
   std::vector<check::Diagnostic> manifest_findings;

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "io/npy.h"
+#include "io/text_file.h"
 #include "mfagen/cpu/backend.h"
 #include "session/call_error.h"
 #include "spec/kernel_spec.h"
@@ -32,6 +33,9 @@ int report_current_exception(std::string_view command) {
     fmt::print(stderr, "{}: error: {}\n", command, e.what());
     return kExitUserError;
   } catch (const io::NpyError& e) {
+    fmt::print(stderr, "{}: error: {}\n", command, e.what());
+    return kExitUserError;
+  } catch (const io::ReadError& e) {
     fmt::print(stderr, "{}: error: {}\n", command, e.what());
     return kExitUserError;
   } catch (const cpu::LaunchError& e) {

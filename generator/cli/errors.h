@@ -20,7 +20,7 @@ class UserError : public std::runtime_error {
 
 // Prints the exception in flight to stderr, prefixed with `command`, and
 // returns the exit status for it: 1 for the project's user-error types
-// (UserError, spec errors, .npy errors, kernel compile and launch errors),
+// (UserError, spec errors, .npy and file-read errors, kernel compile and launch errors),
 // 2 otherwise.
 // Call only from a catch block.
 int report_current_exception(std::string_view command);

@@ -6,8 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,14 +22,6 @@ namespace mfagen::cli {
 namespace {
 
 using nlohmann::json;
-
-std::string read_text(const std::string& file) {
-  try {
-    return io::read_text_file(file);
-  } catch (const io::ReadError& e) {
-    throw UserError(e.what());
-  }
-}
 
 // A manifest has a top-level "format" next to "kernels"; a spec set has
 // only "kernels" (and "format" would be an unknown field there).
@@ -60,7 +50,7 @@ void list_spec_file(const std::string& file) {
 int run_list(const std::vector<std::string>& files) {
   for (const std::string& file : files) {
     // Malformed JSON is left to the spec parser, whose message names the line and column.
-    json doc = json::parse(read_text(file), nullptr, /*allow_exceptions=*/false);
+    json doc = json::parse(io::read_text_file(file), nullptr, /*allow_exceptions=*/false);
     if (is_manifest(doc))
       list_manifest(file, doc);
     else

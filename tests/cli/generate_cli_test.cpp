@@ -124,7 +124,7 @@ TEST_F(GenerateCli, ListAndExplain) {
   std::ofstream(apple10) << R"({"dtype": "float16", "head_dim": 64, "target": "apple10"})";
   explain = mfagen({"explain", apple10.string()});
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
-  EXPECT_THAT(explain.out, HasSubstr("products:            Metal 4 TensorOps: matmul2d of 32 rows per simdgroup"));
+  EXPECT_THAT(explain.out, HasSubstr("products:            Metal 4 TensorOps: matmul2d of 16 rows per simdgroup"));
   EXPECT_THAT(explain.out, HasSubstr("needs Metal 4 and an apple10 GPU"));
 }
 
