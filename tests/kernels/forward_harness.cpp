@@ -151,6 +151,49 @@ std::string ForwardOutcome::report() const {
   return r;
 }
 
+ForwardCase forward_case(spec::DType dtype, uint32_t head_dim, uint32_t head_dim_v, spec::Causal causal,
+                         uint64_t seq_q, uint64_t seq_k, spec::Target target) {
+  ForwardCase c;
+  c.target = target;
+  c.dtype = dtype;
+  c.head_dim = head_dim;
+  c.head_dim_v = head_dim_v;
+  c.causal = causal;
+  c.seq_q = seq_q;
+  c.seq_k = seq_k;
+  return c;
+}
+
+std::vector<ForwardCase> common_forward_cases(spec::Target target) {
+  using spec::Causal;
+  using spec::DType;
+  std::vector<ForwardCase> cases;
+  for (DType t : {DType::float16, DType::bfloat16, DType::float32})
+    for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right})
+      for (auto [sq, sk] : {std::pair<uint64_t, uint64_t>{17, 128}, {128, 17}}) {
+        ForwardCase f = forward_case(t, 64, 0, c, sq, sk, target);
+        f.batch = 2;
+        f.heads_q = 4;
+        f.heads_kv = 2;
+        cases.push_back(f);
+      }
+  ForwardCase f = forward_case(DType::float16, 64, 0, Causal::top_left, 33, 33, target);
+  f.batch = 2;
+  f.heads_q = 4;
+  f.heads_kv = 2;
+  f.bshd = true;
+  cases.push_back(f);
+  f.dtype = DType::float32;
+  f.scale = 0.3;
+  cases.push_back(f);
+  f = forward_case(DType::bfloat16, 96, 0, Causal::none, 30, 30, target);
+  f.lse = false;
+  f.gqa = false;
+  f.heads_q = f.heads_kv = 2;
+  cases.push_back(f);
+  return cases;
+}
+
 spec::KernelSpec make_spec(const ForwardCase& c) {
   spec::KernelSpec s;
   s.dtype = c.dtype;

@@ -106,6 +106,15 @@ struct ForwardOutcome {
 // gtest prints parameters with this instead of their bytes.
 inline void PrintTo(const ForwardCase& c, std::ostream* os) { *os << c.describe(); }
 
+// A forward case of this kernel and shape for `target`; every other field
+// keeps its default.
+ForwardCase forward_case(spec::DType dtype, uint32_t head_dim, uint32_t head_dim_v, spec::Causal causal,
+                         uint64_t seq_q, uint64_t seq_k, spec::Target target = spec::Target::apple9);
+// The cases every forward tier runs (forward_kernel_test, tensor_ops_kernel_test):
+// each dtype x causal mode at D 64 with batch 2, GQA 4/2 and Sq != Sk both
+// ways; BSHD strides (float16, then float32 with scale 0.3); no lse and no GQA.
+std::vector<ForwardCase> common_forward_cases(spec::Target target);
+
 spec::KernelSpec make_spec(const ForwardCase& c);
 // The sink logits of a case with sinks, one per q head: around the size of a
 // row's lse, so that the sink takes a real share of the softmax, and -inf

@@ -19,28 +19,13 @@ constexpr DType kF16 = DType::float16, kBF16 = DType::bfloat16, kF32 = DType::fl
 constexpr Causal kNone = Causal::none, kTopLeft = Causal::top_left, kBottomRight = Causal::bottom_right;
 
 ForwardCase with(DType dtype, uint32_t d, uint32_t dv, Causal causal, uint64_t sq, uint64_t sk) {
-  ForwardCase c;
-  c.dtype = dtype;
-  c.head_dim = d;
-  c.head_dim_v = dv;
-  c.causal = causal;
-  c.seq_q = sq;
-  c.seq_k = sk;
-  return c;
+  return forward_case(dtype, d, dv, causal, sq, sk);
 }
 
 std::vector<ForwardCase> matrix() {
-  std::vector<ForwardCase> cases;
-  // Every dtype x causal mode, with batch, GQA and Sq != Sk both ways.
-  for (DType t : {kF16, kBF16, kF32})
-    for (Causal c : {kNone, kTopLeft, kBottomRight})
-      for (auto [sq, sk] : {std::pair<uint64_t, uint64_t>{17, 128}, {128, 17}}) {
-        ForwardCase f = with(t, 64, 0, c, sq, sk);
-        f.batch = 2;
-        f.heads_q = 4;
-        f.heads_kv = 2;
-        cases.push_back(f);
-      }
+  // Every dtype x causal mode, with batch, GQA and Sq != Sk both ways; BSHD
+  // through strides, custom scale, no lse, gqa=false.
+  std::vector<ForwardCase> cases = common_forward_cases(spec::Target::apple9);
   // The head dims of the issue; each in float16 and one more dtype, causal rotating.
   const DType others[] = {kBF16, kF32};
   const Causal modes[] = {kNone, kTopLeft, kBottomRight};
@@ -75,25 +60,6 @@ std::vector<ForwardCase> matrix() {
   cases.push_back(with(kF16, 32, 0, kBottomRight, 128, 1000));
   cases.push_back(with(kF16, 16, 0, kTopLeft, 1000, 1000));
   cases.push_back(with(kF32, 16, 0, kNone, 1000, 1000));
-  // BSHD through strides, custom scale, no lse, gqa=false.
-  {
-    ForwardCase f = with(kF16, 64, 0, kTopLeft, 33, 33);
-    f.batch = 2;
-    f.heads_q = 4;
-    f.heads_kv = 2;
-    f.bshd = true;
-    cases.push_back(f);
-    f.dtype = kF32;
-    f.scale = 0.3;
-    cases.push_back(f);
-  }
-  {
-    ForwardCase f = with(kBF16, 96, 0, kNone, 30, 30);
-    f.lse = false;
-    f.gqa = false;
-    f.heads_q = f.heads_kv = 2;
-    cases.push_back(f);
-  }
   // Explicit tiles (several row tiles per simdgroup, one simdgroup) and the
   // tables of every target family.
   for (spec::Tiles t : {spec::Tiles{64, 16, 2}, spec::Tiles{8, 8, 1}, spec::Tiles{128, 64, 4}}) {

@@ -27,28 +27,11 @@ constexpr Causal kNone = Causal::none, kTopLeft = Causal::top_left, kBottomRight
 constexpr uint32_t kPermutedLayout = 0x5eed;
 
 ForwardCase with(DType dtype, uint32_t d, uint32_t dv, Causal causal, uint64_t sq, uint64_t sk) {
-  ForwardCase c;
-  c.target = spec::Target::apple10;
-  c.dtype = dtype;
-  c.head_dim = d;
-  c.head_dim_v = dv;
-  c.causal = causal;
-  c.seq_q = sq;
-  c.seq_k = sk;
-  return c;
+  return forward_case(dtype, d, dv, causal, sq, sk, spec::Target::apple10);
 }
 
 std::vector<ForwardCase> shapes() {
-  std::vector<ForwardCase> cases;
-  for (DType t : {kF16, kBF16, kF32})
-    for (Causal c : {kNone, kTopLeft, kBottomRight})
-      for (auto [sq, sk] : {std::pair<uint64_t, uint64_t>{17, 128}, {128, 17}}) {
-        ForwardCase f = with(t, 64, 0, c, sq, sk);
-        f.batch = 2;
-        f.heads_q = 4;
-        f.heads_kv = 2;
-        cases.push_back(f);
-      }
+  std::vector<ForwardCase> cases = common_forward_cases(spec::Target::apple10);
   int i = 0;
   for (uint32_t d : {8u, 96u, 128u, 256u, 512u})
     cases.push_back(with(i % 3 == 0 ? kF16 : i % 3 == 1 ? kBF16 : kF32, d, 0, Causal(i++ % 3), 40, 45));
@@ -66,24 +49,6 @@ std::vector<ForwardCase> shapes() {
   cases.push_back(with(kBF16, 64, 0, kBottomRight, 1, 300));
   cases.push_back(with(kF32, 32, 0, kBottomRight, 300, 17));  // most rows see no key
   cases.push_back(with(kF16, 16, 0, kTopLeft, 300, 300));
-  {
-    ForwardCase f = with(kF16, 64, 0, kTopLeft, 33, 33);
-    f.batch = 2;
-    f.heads_q = 4;
-    f.heads_kv = 2;
-    f.bshd = true;
-    cases.push_back(f);
-    f.dtype = kF32;
-    f.scale = 0.3;
-    cases.push_back(f);
-  }
-  {
-    ForwardCase f = with(kBF16, 96, 0, kNone, 30, 30);
-    f.lse = false;
-    f.gqa = false;
-    f.heads_q = f.heads_kv = 2;
-    cases.push_back(f);
-  }
   for (spec::Tiles t : {spec::Tiles{8, 8, 1}, spec::Tiles{128, 32, 4}, spec::Tiles{32, 64, 1}}) {
     ForwardCase f = with(kF16, 80, 0, kBottomRight, 70, 90);
     f.tiles = t;
