@@ -108,6 +108,13 @@ TEST(ProfileCounts, PackedVectorsLoadAtAnyElementAsOneInstruction) {
   EXPECT_EQ(count(r, Op::device_load) + count(r, Op::generic_load), 3)
       << "one packed half4, bfloat4 and float4 load per lane";
   EXPECT_EQ(count(r, Op::device_store), 3) << "three packed float4 stores per lane";
+  // x86 clang loads the half4 as one 64-bit integer and shifts each half out
+  // of it (3 shifts); a GPU reads the 16-bit halves of its registers
+  // directly. What stays is integer work on a GPU too: the index 4t (one
+  // shift) and the bfloat4's widening into high halves (x86: five shifts
+  // and masks; M1 and M2 have no bfloat).
+  EXPECT_EQ(count(r, Op::int_logic), 1 + 5) << "no shift extracts a half of the half4";
+  EXPECT_EQ(count(r, Op::widen), 4) << "the four half -> float widenings (free)";
   EXPECT_EQ(r.profile->traffic.at(0).bytes_read, 32 * 8);
   EXPECT_EQ(r.profile->traffic.at(1).bytes_read, 32 * 8);
   EXPECT_EQ(r.profile->traffic.at(2).bytes_read, 32 * 16);

@@ -264,12 +264,14 @@ class BlockCounter {
       case Instruction::URem:
       case Instruction::SRem:
         return add(Ops, Op::int_divide, N);
+      case Instruction::LShr:
+      case Instruction::AShr:
+        if (extractsSubRegister(cast<BinaryOperator>(I))) return;
+        return add(Ops, Op::int_logic, N);
       case Instruction::And:
       case Instruction::Or:
       case Instruction::Xor:
       case Instruction::Shl:
-      case Instruction::LShr:
-      case Instruction::AShr:
         return add(Ops, Op::int_logic, N);
       case Instruction::FPTrunc:
       case Instruction::SIToFP:
@@ -302,6 +304,25 @@ class BlockCounter {
   }
 
   static unsigned addressSpace(Type* T) { return T->isPointerTy() ? T->getPointerAddressSpace() : 0; }
+
+  // True if a right shift only moves a 16- or 32-bit lane of a wider value
+  // down for truncation: x86 clang loads a packed_half4 as one i64 and
+  // shifts each half out of it, where a GPU reads the 16-bit halves of its
+  // 32-bit registers directly (a register access, not an instruction).
+  // Narrower lanes (bytes of a char4) stay counted: extracting them takes
+  // a bitfield instruction.
+  static bool extractsSubRegister(const BinaryOperator& Shift) {
+    const auto* Amount = dyn_cast<ConstantInt>(Shift.getOperand(1));
+    if (!Amount || Shift.getType()->isVectorTy() || Shift.use_empty()) return false;
+    const uint64_t Bits = Amount->getZExtValue();
+    for (const User* U : Shift.users()) {
+      const auto* Trunc = dyn_cast<TruncInst>(U);
+      if (!Trunc) return false;
+      const unsigned Width = Trunc->getType()->getScalarSizeInBits();
+      if ((Width != 16 && Width != 32) || Bits % Width != 0) return false;
+    }
+    return true;
+  }
 
   static bool onlySelectUsers(const Instruction& I) {
     if (I.use_empty()) return false;
