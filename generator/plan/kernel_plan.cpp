@@ -108,7 +108,7 @@ uint32_t choose_chunk(const spec::KernelSpec& s, uint32_t block_k, uint32_t byte
            fmt::format("block_k {} needs {} bytes of threadgroup memory for a {}-column K/V tile of {}, over the "
                        "{}-byte limit; use block_k <= {}",
                        block_k, uint64_t(block_k) * narrowest * bytes, narrowest,
-                       bytes == 4 ? "float32 (staged widened)" : spec::to_string(s.dtype),
+                       spec::kv_quantized(s.kv_dtype) ? "float32 (dequantized)" : spec::to_string(s.dtype),
                        kMaxThreadgroupBytes, (kMaxThreadgroupBytes - reserved_bytes) / (narrowest * bytes) / 8 * 8));
   const uint32_t passes = ceil_div(widest, std::min(fits, std::max(budget, narrowest)));
   return round_up(ceil_div(widest, passes), step);
@@ -287,12 +287,13 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
     const uint32_t p_bytes = spec::kv_quantized(s.kv_dtype) ? 4 : spec::dtype_bytes(s.dtype);
     reserved += p.simdgroups * (4 * 5 * rows + p_bytes * rows * p.block_k);
   }
-  // Forward and decode kernels widen K and V to float as they stage them, so
-  // that each fragment is one simdgroup_load of float32 (the element type the
-  // MMA's documented signature shares among its operands).
-  // TensorOps kernels stage K and V in their own type (matmul2d takes half and
-  // bfloat operands with a float32 destination); quantized ones dequantized to float32.
-  p.staged_bytes = backward || (p.tensor_ops && !spec::kv_quantized(s.kv_dtype)) ? spec::dtype_bytes(s.dtype) : 4;
+  // K and V are staged in their own type: half the threadgroup bytes of
+  // float32 tiles, so passes are twice as wide and the tile reads (a bound of
+  // the model) halve. simdgroup_matrix kernels load each fragment in that type
+  // (the MMA's documented signature shares one type among its operands) and
+  // widen it lane by lane; TensorOps kernels multiply 16-bit operands
+  // directly. Quantized caches are dequantized to float32 as they are staged.
+  p.staged_bytes = spec::kv_quantized(s.kv_dtype) ? 4 : spec::dtype_bytes(s.dtype);
   // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be
   // resident. A decode call may run a single simdgroup per threadgroup (one
   // query of a small GQA group), so decode kernels budget for that.
@@ -303,12 +304,16 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.d_passes = ceil_div(s.head_dim, p.chunk);
   p.dv_passes = ceil_div(s.head_dim_v, p.chunk);
   p.threadgroup_bytes = staged_rows * p.chunk * p.staged_bytes + reserved;
-  // Backward: when D and Dv fit one pass and two tiles fit, each operand keeps
-  // its own tile and is staged once per block instead of twice.
-  if (backward && p.d_passes == 1 && p.dv_passes == 1 &&
-      2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved <= occupancy_budget) {
+  // When D and Dv fit one pass and two tiles fit, each operand keeps its own
+  // tile. Backward: q (K) is staged once per block instead of twice. Forward
+  // (simdgroup_matrix, plain K/V): K and V are staged together, one barrier
+  // pair per key block instead of two.
+  const bool forward_resident = s.kind == spec::Kind::forward && !p.tensor_ops &&
+                                !spec::kv_quantized(s.kv_dtype) && s.kv_cache != spec::KvCache::paged;
+  if ((backward || forward_resident) && p.d_passes == 1 && p.dv_passes == 1 &&
+      2 * staged_rows * p.chunk * p.staged_bytes + reserved <= occupancy_budget) {
     p.resident_tiles = true;
-    p.threadgroup_bytes = 2 * staged_rows * p.chunk * spec::dtype_bytes(s.dtype) + reserved;
+    p.threadgroup_bytes = 2 * staged_rows * p.chunk * p.staged_bytes + reserved;
   }
   p.buffers = buffer_table(s);
   p.params_bytes = params_bytes(s);

@@ -54,14 +54,14 @@ struct KernelPlan {
   uint32_t d_tiles = 0;         // ceil(D / 8)
   uint32_t dv_tiles = 0;        // ceil(Dv / 8)
   uint32_t chunk = 0;           // K/V columns staged in threadgroup memory per pass
-  uint32_t staged_bytes = 0;    // bytes per staged element (forward, decode: float; backward: the dtype)
+  uint32_t staged_bytes = 0;    // bytes per staged element: the dtype's (quantized K/V: float32, dequantized)
   uint32_t d_passes = 0;        // passes over D per key block
   uint32_t dv_passes = 0;       // passes over Dv per key block
   uint32_t threadgroup_bytes = 0;  // static threadgroup memory of the kernel
   uint32_t fragment_floats = 0;    // live float32 fragment values per thread
   bool tiles_from_table = false;
   uint32_t params_bytes = 0;       // sizeof the kernel's AttentionParams (its fields depend on the features)
-  bool resident_tiles = false;     // backward: q and dO (K and V) get a tile each, q (K) is staged once
+  bool resident_tiles = false;     // two tiles: backward q and dO (K and V), q (K) staged once; forward K and V
   bool tensor_ops = false;         // products by mpp::tensor_ops::matmul2d (Metal 4), not simdgroup_matrix (uses_tensor_ops())
   std::vector<BufferSlot> buffers;
   std::vector<FunctionConstantSlot> function_constants;  // none yet: every spec field is baked in

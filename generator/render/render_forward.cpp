@@ -79,7 +79,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"visibility_rule", rule},
       {"has_visibility_rule", !rule.empty()},  // mustache treats "" as true
       {"elem_type", element_type(s.dtype)},
-      // TensorOps kernels stage K and V in their own type (quantized ones dequantized to float).
+      // K and V are staged in their own type (quantized ones dequantized to float).
       {"tile_type", spec::kv_quantized(s.kv_dtype) ? "float" : element_type(s.dtype)},
       {"p_in_tile", p_in_tile},
       {"p_type", p_in_tile ? element_type(s.dtype) : "float"},
@@ -114,6 +114,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       // seq_q, seq_k: the kernel's locals (a varlen sequence's own lengths).
       {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(seq_k) - int(seq_q)"},
       {"decode", s.kind == spec::Kind::decode},
+      {"simdgroup_matrix", !plan.tensor_ops},  // products by simdgroup_matrix MMAs (not matmul2d)
       {"resident", plan.resident_tiles},
       {"out_partial_index", number(plan::kOutPartialIndex)},
       {"lse_partial_index", number(plan::kLsePartialIndex)},

@@ -41,12 +41,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refusal{R"({"kernels": [{"dtype": "float32", "head_dim": 128, "tiles": {"block_q": 32, "block_k": 512, "simdgroups": 4}}]})",
                 "p.json: kernels[0].tiles.block_k: attn_fwd_f32_d128_gqa_q32k512s4: block_k 512 needs 65536 bytes of "
-                "threadgroup memory for a 32-column K/V tile of float32 (staged widened), over the 32768-byte limit; "
+                "threadgroup memory for a 32-column K/V tile of float32, over the 32768-byte limit; "
                 "use block_k <= 256"},
         Refusal{R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 1024, "simdgroups": 4}})",
-                "p.json: tiles.block_k: attn_fwd_f16_d64_gqa_q32k1024s4: block_k 1024 needs 131072 bytes of "
-                "threadgroup memory for a 32-column K/V tile of float32 (staged widened), over the 32768-byte limit; "
-                "use block_k <= 256"},
+                "p.json: tiles.block_k: attn_fwd_f16_d64_gqa_q32k1024s4: block_k 1024 needs 65536 bytes of "
+                "threadgroup memory for a 32-column K/V tile of float16, over the 32768-byte limit; "
+                "use block_k <= 512"},
         Refusal{R"({"dtype": "float16", "head_dim": 576, "head_dim_v": 512, "tiles": {"block_q": 128, "block_k": 16, "simdgroups": 1}})",
                 "p.json: tiles: attn_fwd_f16_d576_dv512_gqa_q128k16s1: head_dim 576 / head_dim_v 512 with block_q 128, "
                 "block_k 16, simdgroups 1 keep 4416 float32 fragment values per thread (16 query row tiles per "
