@@ -95,8 +95,33 @@ std::vector<ForwardCase> large_logits() {
   return cases;
 }
 
+// A row's running max moves only when a block's max passes it by more than
+// 8 (base 2), and O is rescaled only then. ALiBi with the steep slopes of
+// heads 0..2 of 8 (1/2, 1/4, 1/8 per key) raises the scores toward the
+// diagonal by 11 to 46 (base 2) per 64-key block, so the max moves in every
+// block of those heads, after O has taken earlier blocks; the gentle slopes
+// of heads 3..7 leave it in place.
+std::vector<ForwardCase> rising_scores() {
+  std::vector<ForwardCase> cases;
+  for (DType dtype : {kF16, kBF16, kF32}) {
+    ForwardCase f = with(dtype, 64, 0, kBottomRight, 20, 300);
+    f.heads_q = 8;
+    f.heads_kv = 2;
+    f.alibi = true;
+    cases.push_back(f);
+  }
+  return cases;
+}
+
 class ForwardKernel : public ::testing::TestWithParam<ForwardCase> {};
 class LargeFloat32Logits : public ::testing::TestWithParam<ForwardCase> {};
+class RisingScores : public ::testing::TestWithParam<ForwardCase> {};
+
+TEST_P(RisingScores, MoveTheRunningMaxInEveryBlock) {
+  const ForwardCase& c = GetParam();
+  const ForwardOutcome outcome = run_forward_case(c);
+  EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
+}
 
 TEST_P(LargeFloat32Logits, StayInTheFloat32Band) {
   const ForwardCase& c = GetParam();
@@ -116,6 +141,11 @@ INSTANTIATE_TEST_SUITE_P(Matrix, ForwardKernel, ::testing::ValuesIn(matrix()),
                          });
 
 INSTANTIATE_TEST_SUITE_P(Scale1, LargeFloat32Logits, ::testing::ValuesIn(large_logits()),
+                         [](const ::testing::TestParamInfo<ForwardCase>& info) {
+                           return std::to_string(info.index) + "_" + make_spec(info.param).name;
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Alibi, RisingScores, ::testing::ValuesIn(rising_scores()),
                          [](const ::testing::TestParamInfo<ForwardCase>& info) {
                            return std::to_string(info.index) + "_" + make_spec(info.param).name;
                          });
