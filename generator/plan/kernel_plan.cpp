@@ -292,8 +292,14 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // the model) halve. simdgroup_matrix kernels load each fragment in that type
   // (the MMA's documented signature shares one type among its operands) and
   // widen it lane by lane; TensorOps kernels multiply 16-bit operands
-  // directly. Quantized caches are dequantized to float32 as they are staged.
-  p.staged_bytes = spec::kv_quantized(s.kv_dtype) ? 4 : spec::dtype_bytes(s.dtype);
+  // directly. The forward and decode widen bfloat once, as they stage it:
+  // widening bfloat is an integer shift where there is no bfloat hardware
+  // (M1, M2), and a fragment's elements would be widened once per row tile
+  // and pass instead of once per block. Quantized caches are dequantized to
+  // float32 as they are staged.
+  const bool widened_when_staged =
+      spec::kv_quantized(s.kv_dtype) || (!backward && !p.tensor_ops && s.dtype == spec::DType::bfloat16);
+  p.staged_bytes = widened_when_staged ? 4 : spec::dtype_bytes(s.dtype);
   // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be
   // resident. A decode call may run a single simdgroup per threadgroup (one
   // query of a small GQA group), so decode kernels budget for that.

@@ -79,8 +79,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"visibility_rule", rule},
       {"has_visibility_rule", !rule.empty()},  // mustache treats "" as true
       {"elem_type", element_type(s.dtype)},
-      // K and V are staged in their own type (quantized ones dequantized to float).
-      {"tile_type", spec::kv_quantized(s.kv_dtype) ? "float" : element_type(s.dtype)},
+      // K and V as staged: their own type, or float32 (KernelPlan::staged_bytes).
+      {"tile_type", plan.staged_bytes == 4 ? "float" : element_type(s.dtype)},
       {"p_in_tile", p_in_tile},
       {"p_type", p_in_tile ? element_type(s.dtype) : "float"},
       {"head_dim", number(s.head_dim)},
