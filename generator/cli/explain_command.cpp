@@ -76,6 +76,22 @@ std::string spec_text(const spec::KernelSpec& s) {
   return text;
 }
 
+// How the staged tiles hold their operands (KernelPlan::staged_bytes, resident_tiles).
+std::string staging_text(const plan::KernelPlan& p) {
+  const spec::KernelSpec& s = p.spec;
+  const bool backward = s.kind == spec::Kind::backward;
+  const std::string type = p.staged_bytes == spec::dtype_bytes(s.dtype)
+                               ? std::string(spec::to_string(s.dtype))
+                               : fmt::format("float32 (widened from {} as staged)",
+                                             spec::kv_quantized(s.kv_dtype) ? spec::to_string(s.kv_dtype)
+                                                                            : spec::to_string(s.dtype));
+  if (!p.resident_tiles)
+    return fmt::format("{} tiles; {} take turns in one tile", type, backward ? "the operands" : "K and V");
+  return fmt::format("{} tiles; {}", type,
+                     backward ? "q and dO (K and V) keep a tile each, q (K) staged once per block"
+                              : "K and V keep a tile each, staged together under one barrier pair per key block");
+}
+
 std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
   const spec::KernelSpec& s = p.spec;
   const uint32_t widest = std::max(s.head_dim, s.head_dim_v);
@@ -101,6 +117,7 @@ std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
       {"K/V passes", fmt::format("{} columns staged per pass: {} over D {} ({} tiles of 8), {} over Dv {} ({} tiles)",
                                  p.chunk, plural(p.d_passes, "pass"), s.head_dim, p.d_tiles,
                                  plural(p.dv_passes, "pass"), s.head_dim_v, p.dv_tiles)},
+      {"staging", staging_text(p)},
       {"threadgroup memory", fmt::format("{} bytes of the {}-byte limit ({})", p.threadgroup_bytes,
                                          plan::kMaxThreadgroupBytes,
                                          percent(p.threadgroup_bytes, plan::kMaxThreadgroupBytes))},

@@ -116,6 +116,15 @@ TEST_F(GenerateCli, ListAndExplain) {
   EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  16384 bytes of the 32768-byte limit"));
   EXPECT_THAT(explain.out, HasSubstr("136 visited of 256"));  // causal: 1 + 2 + ... + 16 key blocks
   EXPECT_THAT(explain.out, HasSubstr("products:            simdgroup_matrix 8x8 MMAs"));
+  EXPECT_THAT(explain.out, HasSubstr("staging:             float16 tiles; K and V take turns in one tile"));
+  // D 64: K and V fit a tile each; bfloat is widened as it is staged.
+  const fs::path d64 = dir_ / "d64.json";
+  std::ofstream(d64) << R"({"dtype": ["float16", "bfloat16"], "head_dim": 64})";
+  auto resident = mfagen({"explain", d64.string()});
+  ASSERT_EQ(resident.exit_code, 0) << resident.err;
+  EXPECT_THAT(resident.out, HasSubstr("staging:             float16 tiles; K and V keep a tile each, staged together"));
+  EXPECT_THAT(resident.out, HasSubstr("staging:             float32 (widened from bfloat16 as staged) tiles; K and V "
+                                      "take turns in one tile"));
   auto bad = mfagen({"explain", spec, "--heads-q", "6", "--heads-kv", "4"});
   EXPECT_EQ(bad.exit_code, 1);
 
