@@ -126,6 +126,11 @@ std::string kv_storage_type(const spec::KernelSpec& s) {
   return s.dtype == spec::DType::float16 ? "half" : s.dtype == spec::DType::bfloat16 ? "bfloat" : "float";
 }
 
+bool plain_forward_staging(const spec::KernelSpec& s) {
+  return s.kind == spec::Kind::forward && !uses_tensor_ops(s) && !spec::kv_quantized(s.kv_dtype) &&
+         s.kv_cache != spec::KvCache::paged;
+}
+
 namespace {
 
 std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
@@ -314,9 +319,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // tile. Backward: q (K) is staged once per block instead of twice. Forward
   // (simdgroup_matrix, plain K/V): K and V are staged together, one barrier
   // pair per key block instead of two.
-  const bool forward_resident = s.kind == spec::Kind::forward && !p.tensor_ops &&
-                                !spec::kv_quantized(s.kv_dtype) && s.kv_cache != spec::KvCache::paged;
-  if ((backward || forward_resident) && p.d_passes == 1 && p.dv_passes == 1 &&
+  if ((backward || plain_forward_staging(s)) && p.d_passes == 1 && p.dv_passes == 1 &&
       2 * staged_rows * p.chunk * p.staged_bytes + reserved <= occupancy_budget) {
     p.resident_tiles = true;
     p.threadgroup_bytes = 2 * staged_rows * p.chunk * p.staged_bytes + reserved;

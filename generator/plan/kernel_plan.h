@@ -95,6 +95,12 @@ KernelPlan plan_kernel(const spec::KernelSpec& spec);
 // Strides of k and v count these units.
 std::string kv_storage_type(const spec::KernelSpec& spec);
 
+// True for the simdgroup_matrix forward with dense, unquantized K and V: the
+// kernel that walks key blocks with row pointers and may give K and V a
+// resident tile each (the other forwards stage through paged or
+// dequantizing copies).
+bool plain_forward_staging(const spec::KernelSpec& spec);
+
 // The tile table: (block_q, block_k, simdgroups) for a head dim, element
 // size and target family when the spec gives no tiles.
 spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target);

@@ -115,9 +115,7 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(seq_k) - int(seq_q)"},
       {"decode", s.kind == spec::Kind::decode},
       {"simdgroup_matrix", !plan.tensor_ops},  // products by simdgroup_matrix MMAs (not matmul2d)
-      // The forward's plain K/V staging walks the key blocks with row pointers.
-      {"stepped_rows", s.kind == spec::Kind::forward && !spec::kv_quantized(s.kv_dtype) &&
-                           s.kv_cache != spec::KvCache::paged},
+      {"stepped_rows", plan::plain_forward_staging(s)},  // K/V row pointers stepped per key block
       {"resident", plan.resident_tiles},
       {"out_partial_index", number(plan::kOutPartialIndex)},
       {"lse_partial_index", number(plan::kLsePartialIndex)},

@@ -114,20 +114,6 @@ std::vector<ForwardCase> rising_scores() {
 }
 
 class ForwardKernel : public ::testing::TestWithParam<ForwardCase> {};
-class LargeFloat32Logits : public ::testing::TestWithParam<ForwardCase> {};
-class RisingScores : public ::testing::TestWithParam<ForwardCase> {};
-
-TEST_P(RisingScores, MoveTheRunningMaxInEveryBlock) {
-  const ForwardCase& c = GetParam();
-  const ForwardOutcome outcome = run_forward_case(c);
-  EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
-}
-
-TEST_P(LargeFloat32Logits, StayInTheFloat32Band) {
-  const ForwardCase& c = GetParam();
-  const ForwardOutcome outcome = run_forward_case(c);
-  EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
-}
 
 TEST_P(ForwardKernel, MatchesFloat64ReferenceWithNoFindings) {
   const ForwardCase& c = GetParam();
@@ -135,20 +121,14 @@ TEST_P(ForwardKernel, MatchesFloat64ReferenceWithNoFindings) {
   EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, ForwardKernel, ::testing::ValuesIn(matrix()),
-                         [](const ::testing::TestParamInfo<ForwardCase>& info) {
-                           return std::to_string(info.index) + "_" + make_spec(info.param).name;
-                         });
+std::string case_name(const ::testing::TestParamInfo<ForwardCase>& info) {
+  return std::to_string(info.index) + "_" + make_spec(info.param).name;
+}
 
-INSTANTIATE_TEST_SUITE_P(Scale1, LargeFloat32Logits, ::testing::ValuesIn(large_logits()),
-                         [](const ::testing::TestParamInfo<ForwardCase>& info) {
-                           return std::to_string(info.index) + "_" + make_spec(info.param).name;
-                         });
-
-INSTANTIATE_TEST_SUITE_P(Alibi, RisingScores, ::testing::ValuesIn(rising_scores()),
-                         [](const ::testing::TestParamInfo<ForwardCase>& info) {
-                           return std::to_string(info.index) + "_" + make_spec(info.param).name;
-                         });
+// Each set runs the same check; its instantiation name says what it covers.
+INSTANTIATE_TEST_SUITE_P(Matrix, ForwardKernel, ::testing::ValuesIn(matrix()), case_name);
+INSTANTIATE_TEST_SUITE_P(LargeFloat32Logits, ForwardKernel, ::testing::ValuesIn(large_logits()), case_name);
+INSTANTIATE_TEST_SUITE_P(RisingScores, ForwardKernel, ::testing::ValuesIn(rising_scores()), case_name);
 
 }  // namespace
 }  // namespace mfagen::test
