@@ -15,13 +15,8 @@ using spec::Causal;
 using spec::DType;
 
 ForwardCase backward(DType dtype, uint32_t d, Causal causal, uint64_t sq, uint64_t sk) {
-  ForwardCase c;
+  ForwardCase c = forward_case(dtype, d, 0, causal, sq, sk);
   c.kind = spec::Kind::backward;
-  c.dtype = dtype;
-  c.head_dim = d;
-  c.causal = causal;
-  c.seq_q = sq;
-  c.seq_k = sk;
   return c;
 }
 
