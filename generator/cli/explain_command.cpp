@@ -97,7 +97,8 @@ std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
   const uint32_t widest = std::max(s.head_dim, s.head_dim_v);
   return {
       {"spec", spec_text(s)},
-      {"tiles", fmt::format("block_q {}, block_k {}, simdgroups {} ({})", p.block_q, p.block_k, p.simdgroups,
+      {"tiles", fmt::format("block_q {}, block_k {}, simdgroups {}{} ({})", p.block_q, p.block_k, p.simdgroups,
+                            p.key_groups > 1 ? fmt::format(", key_groups {}", p.key_groups) : std::string(),
                             p.tiles_from_table ? fmt::format("from the tile table for D {} on {}", widest,
                                                              spec::to_string(s.target))
                                                : "given in the spec")},
@@ -109,7 +110,12 @@ std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
                       : fmt::format("{} per threadgroup ({} x {}), limit {}", p.threads,
                                     plural(p.simdgroups, "simdgroup"), plan::kSimdWidth,
                                     plan::kMaxThreadsPerThreadgroup)},
-      {"row tiles", fmt::format("{} per simdgroup ({} query rows each)", p.row_tiles, 8 * p.row_tiles)},
+      {"row tiles", p.key_groups > 1
+                        ? fmt::format("{} per simdgroup ({} query rows each); {} key groups of {} simdgroups take "
+                                      "{} keys each of every {}-key staged block and merge after the last",
+                                      p.row_tiles, 8 * p.row_tiles, p.key_groups, p.simdgroups / p.key_groups,
+                                      p.block_k, p.key_groups * p.block_k)
+                        : fmt::format("{} per simdgroup ({} query rows each)", p.row_tiles, 8 * p.row_tiles)},
       {"products", p.tensor_ops ? fmt::format("Metal 4 TensorOps: matmul2d of {} rows per simdgroup (S = Q K^T, "
                                               "O += P V), needs Metal 4 and an apple10 GPU (manifest \"requires\")",
                                               8 * p.row_tiles)

@@ -8,8 +8,10 @@ namespace {
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
 std::string tiles_text(const nlohmann::json& tiles) {
-  return fmt::format("{}x{}x{}", tiles.at("block_q").get<uint32_t>(), tiles.at("block_k").get<uint32_t>(),
-                     tiles.at("simdgroups").get<uint32_t>());
+  const uint32_t key_groups = tiles.value("key_groups", 1u);
+  return fmt::format("{}x{}x{}{}", tiles.at("block_q").get<uint32_t>(), tiles.at("block_k").get<uint32_t>(),
+                     tiles.at("simdgroups").get<uint32_t>(),
+                     key_groups > 1 ? fmt::format("/{}", key_groups) : std::string());
 }
 
 }  // namespace

@@ -48,15 +48,21 @@ std::string command_line(const TuneArgs& a) {
                       s.heads_q, s.heads_kv, s.seq_q, s.seq_k, a.chips, a.sample);
   line += fmt::format(" --block-q {} --block-k {} --simdgroups {}", fmt::join(a.grid.block_q, ","),
                       fmt::join(a.grid.block_k, ","), fmt::join(a.grid.simdgroups, ","));
+  // Spelled only when searched, so that the commands recorded before key groups read the same.
+  if (a.grid.key_groups != std::vector<uint32_t>{1})
+    line += fmt::format(" --key-groups {}", fmt::join(a.grid.key_groups, ","));
   return line;
 }
 
-std::string tiles_text(const spec::Tiles& t) { return fmt::format("{}x{}x{}", t.block_q, t.block_k, t.simdgroups); }
+std::string tiles_text(const spec::Tiles& t) {
+  return fmt::format("{}x{}x{}{}", t.block_q, t.block_k, t.simdgroups,
+                     t.key_groups > 1 ? fmt::format("/{}", t.key_groups) : std::string());
+}
 
 void print_result(const profile::TuneResult& r, uint32_t top) {
   fmt::print("{}  ({})\n", r.spec.name, r.spec.origin.file);
   std::vector<TextRow> rows;
-  TextRow header = {"rank", "tiles (q x k x simdgroups)", "fragments", "threadgroup memory"};
+  TextRow header = {"rank", "tiles (q x k x simdgroups[/key groups])", "fragments", "threadgroup memory"};
   if (!r.ranked.empty())
     for (const profile::Prediction& p : r.ranked.front().predictions) header.push_back(p.chip);
   header.push_back("total");
@@ -76,9 +82,12 @@ void print_result(const profile::TuneResult& r, uint32_t top) {
   fmt::print("  {} candidates ({} grid rows refused by the planner); the planner's table picks {}{}\n",
              r.ranked.size(), r.refused, tiles_text(r.table_tiles),
              table_rank ? fmt::format(", rank {}", table_rank) : std::string(", not in the grid"));
-  if (!r.ranked.empty())
-    fmt::print("  best: \"tiles\": {{\"block_q\": {}, \"block_k\": {}, \"simdgroups\": {}}}\n",
-               r.ranked.front().tiles.block_q, r.ranked.front().tiles.block_k, r.ranked.front().tiles.simdgroups);
+  if (!r.ranked.empty()) {
+    const spec::Tiles& best = r.ranked.front().tiles;
+    fmt::print("  best: \"tiles\": {{\"block_q\": {}, \"block_k\": {}, \"simdgroups\": {}{}}}\n", best.block_q,
+               best.block_k, best.simdgroups,
+               best.key_groups > 1 ? fmt::format(", \"key_groups\": {}", best.key_groups) : std::string());
+  }
 }
 
 // The tile table --write-table rewrites: it must be readable JSON with a "rows" list.
@@ -173,6 +182,11 @@ void register_tune_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--simdgroups", args->grid.simdgroups, "simdgroup counts to try")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--key-groups", args->grid.key_groups,
+                  "key_groups values to try (forward: simdgroup groups that split each staged key block)")
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

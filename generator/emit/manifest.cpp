@@ -22,6 +22,7 @@ Json dispatch_json(const plan::KernelPlan& p) {
   d["block_q"] = p.block_q;
   d["block_k"] = p.block_k;
   d["simdgroups"] = p.simdgroups;
+  d["key_groups"] = p.key_groups;  // simdgroup groups splitting each staged key block (forward)
   d["threads_per_threadgroup"] = p.threads;
   d["threadgroup_memory_bytes"] = p.threadgroup_bytes;
   // Spelled as formulas because the sizes are runtime values.

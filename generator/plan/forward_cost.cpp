@@ -62,7 +62,9 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   }
   c.key_blocks_total = q_blocks * k_blocks * heads;
   c.key_blocks_visited *= heads;
-  c.kernel_device_bytes = q_bytes + out_bytes + kv_keys_read * heads * key_bytes;
+  // Each key group loads its rows of q (the same rows): a GPU's cache serves
+  // the later groups, but every load is counted as the kernel makes it.
+  c.kernel_device_bytes = plan.key_groups * q_bytes + out_bytes + kv_keys_read * heads * key_bytes;
   return c;
 }
 

@@ -21,7 +21,7 @@ struct ForwardCost {
   double visible_pairs = 0;           // (query, key) pairs the mask lets through, all heads and batches
   double flops = 0;                   // 2 * visible pairs * (D + Dv): QK^T and PV multiply-adds
   uint64_t min_device_bytes = 0;      // q, k, v read once; out (and lse) written once
-  uint64_t kernel_device_bytes = 0;   // q and out once, K and V once per visited key block per threadgroup
+  uint64_t kernel_device_bytes = 0;   // q once per key group, out once, K and V once per visited key block per threadgroup
   uint64_t key_blocks_total = 0;      // key blocks over all threadgroups without skipping
   uint64_t key_blocks_visited = 0;    // key blocks the kernel loads and computes
 };

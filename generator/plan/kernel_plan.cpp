@@ -131,6 +131,8 @@ bool plain_forward_staging(const spec::KernelSpec& s) {
          s.kv_cache != spec::KvCache::paged;
 }
 
+bool splits_key_blocks(const spec::KernelSpec& s) { return plain_forward_staging(s) && s.mods.mask_mod.empty(); }
+
 namespace {
 
 std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
@@ -211,6 +213,25 @@ uint32_t params_bytes(const spec::KernelSpec& s) {
   return round_up(bytes, 8);
 }
 
+// Key groups 1.. hand their rows' max and total (64 floats per 8-row tile:
+// two per lane) and then O, merge_tiles 8-column tiles at a time (64 floats
+// each), to group 0 through the memory of the K/V tiles. As many tiles per
+// pass as the tiles' memory holds, or the occupancy budget if that is more;
+// at least one.
+void plan_key_group_merge(KernelPlan& p, uint32_t occupancy_budget) {
+  const uint32_t slots = (p.key_groups - 1) * (p.simdgroups / p.key_groups) * p.row_tiles;
+  const uint32_t room = std::max(p.threadgroup_bytes, occupancy_budget);
+  const auto merge_bytes = [&](uint32_t tiles) { return 4 * 64 * slots * (1 + tiles); };
+  p.merge_tiles = p.dv_tiles;
+  while (p.merge_tiles > 1 && merge_bytes(p.merge_tiles) > room) --p.merge_tiles;
+  p.threadgroup_bytes = std::max(p.threadgroup_bytes, merge_bytes(p.merge_tiles));
+  if (p.threadgroup_bytes > kMaxThreadgroupBytes)
+    refuse(p.spec, "tiles.key_groups",
+           fmt::format("key_groups {} with block_q {}, simdgroups {} hand {} bytes of softmax state to group 0, over "
+                       "Metal's {} bytes of threadgroup memory; use fewer key groups or a smaller block_q",
+                       p.key_groups, p.block_q, p.simdgroups, p.threadgroup_bytes, kMaxThreadgroupBytes));
+}
+
 }  // namespace
 
 KernelPlan plan_kernel(const spec::KernelSpec& s) {
@@ -229,29 +250,41 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // mask_mod's block classes are computed first (DESIGN.md section 13).
   if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();
-  const spec::Tiles tiles = s.tiles.value_or(
+  spec::Tiles tiles = s.tiles.value_or(
       s.kind == spec::Kind::decode     ? decode_table_tiles(s.head_dim, s.head_dim_v)
       : s.kind == spec::Kind::backward ? backward_table_tiles(s.head_dim, s.head_dim_v)
                                        : table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
   p.block_q = tiles.block_q;
   p.block_k = tiles.block_k;
   p.simdgroups = tiles.simdgroups;
+  // A table row's key groups serve the kernels that can split key blocks; the
+  // others of its head dims take the same tiles unsplit.
+  p.key_groups = p.tiles_from_table && !splits_key_blocks(s) ? 1 : tiles.key_groups;
 
   p.threads = p.simdgroups * kSimdWidth;
   if (p.threads > kMaxThreadsPerThreadgroup)
     refuse(s, "tiles.simdgroups",
            fmt::format("{} simdgroups are {} threads per threadgroup, over Metal's limit of {}; use at most {}",
                        p.simdgroups, p.threads, kMaxThreadsPerThreadgroup, kMaxThreadsPerThreadgroup / kSimdWidth));
-  if (p.block_q % (8 * p.simdgroups) != 0)
+  if (p.key_groups > 1 && !splits_key_blocks(s))
+    refuse(s, "tiles.key_groups",
+           fmt::format("key_groups {} splits the key blocks of the simdgroup_matrix forward with dense, unquantized "
+                       "K and V and no mask_mod; this {} kernel takes key_groups 1",
+                       p.key_groups, spec::to_string(s.kind)));
+  if (p.key_groups == 0 || p.simdgroups % p.key_groups != 0)
+    refuse(s, "tiles.key_groups",
+           fmt::format("key_groups {} must divide simdgroups {}", p.key_groups, p.simdgroups));
+  const uint32_t row_simdgroups = p.simdgroups / p.key_groups;
+  if (p.block_q % (8 * row_simdgroups) != 0)
     refuse(s, "tiles.block_q",
            fmt::format("block_q {} must be a multiple of 8 x simdgroups = {} (each simdgroup owns whole 8-row tiles)",
-                       p.block_q, 8 * p.simdgroups));
+                       p.block_q, 8 * row_simdgroups));
   if (s.kind == spec::Kind::backward && p.block_k % (8 * p.simdgroups) != 0)
     refuse(s, "tiles.block_k",
            fmt::format("block_k {} must be a multiple of 8 x simdgroups = {} (backward: each simdgroup owns whole "
                        "8-key tiles of dK and dV)",
                        p.block_k, 8 * p.simdgroups));
-  p.row_tiles = p.block_q / (8 * p.simdgroups);
+  p.row_tiles = p.block_q / (8 * row_simdgroups);
   p.d_tiles = ceil_div(s.head_dim, 8);
   p.dv_tiles = ceil_div(s.head_dim_v, 8);
 
@@ -282,7 +315,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
 
   // Backward kernels stage block_q rows (q, dO) in dkdv and block_k rows (K, V) in dq.
   // dkdv also keeps the lse and D of a query block (2 floats per query).
-  const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.block_k;
+  // Forward key groups each take block_k keys of one staged block.
+  const uint32_t staged_rows = backward ? std::max(p.block_q, p.block_k) : p.key_groups * p.block_k;
   // Paged caches keep the cache row of each key of the block (uint).
   uint32_t reserved = backward ? 2 * 4 * p.block_q : s.kv_cache == spec::KvCache::paged ? 4 * p.block_k : 0;
   // TensorOps forward kernels: per simdgroup, five float32 statistics per row
@@ -324,6 +358,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
     p.resident_tiles = true;
     p.threadgroup_bytes = 2 * staged_rows * p.chunk * p.staged_bytes + reserved;
   }
+  if (p.key_groups > 1) plan_key_group_merge(p, occupancy_budget);
   p.buffers = buffer_table(s);
   p.params_bytes = params_bytes(s);
   return p;

@@ -51,6 +51,8 @@ struct KernelPlan {
   uint32_t simdgroups = 0;
   uint32_t threads = 0;         // per threadgroup: 32 * simdgroups
   uint32_t row_tiles = 0;       // 8-row query tiles per simdgroup
+  uint32_t key_groups = 1;      // forward: simdgroup groups splitting each staged key block (same rows)
+  uint32_t merge_tiles = 0;     // key_groups > 1: 8-column tiles of O handed to group 0 per merge pass
   uint32_t d_tiles = 0;         // ceil(D / 8)
   uint32_t dv_tiles = 0;        // ceil(Dv / 8)
   uint32_t chunk = 0;           // K/V columns staged in threadgroup memory per pass
@@ -100,6 +102,11 @@ std::string kv_storage_type(const spec::KernelSpec& spec);
 // resident tile each (the other forwards stage through paged or
 // dequantizing copies).
 bool plain_forward_staging(const spec::KernelSpec& spec);
+
+// True for the kernels that may take tiles.key_groups > 1: the plain
+// forward above without mask_mod (whose block classes skip whole staged
+// blocks).
+bool splits_key_blocks(const spec::KernelSpec& spec);
 
 // The tile table: (block_q, block_k, simdgroups) for a head dim, element
 // size and target family when the spec gives no tiles.

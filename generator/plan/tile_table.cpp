@@ -1,13 +1,14 @@
 // The planner's default tiles (DESIGN.md section 4): rows of data in
 // tile_table.json, embedded at configure time, keyed by kernel kind and the
 // widest head dim. How the rows were chosen (and how `mfagen tune` rewrites
-// them) is in that file and in docs/kernel_speed.md. In short: one 8-row
-// query tile per simdgroup, eight simdgroups sharing each staged K/V (q/dO)
-// tile up to D 128, which keeps staging per MMA low, 24 simdgroups resident
-// per core and a short dispatch tail; decode is one 8-row simdgroup split
-// over many threadgroups. Every family gets the same rows: K and V are staged
-// as float32 in the forward, so the element type does not change a tile's
-// threadgroup memory.
+// them) is in that file and in docs/kernel_speed.md. In short: eight
+// simdgroups share each staged K/V (q/dO) tile up to D 256, which keeps
+// staging per MMA low, 24 simdgroups resident per core and a short dispatch
+// tail; the forward's simdgroups form two key groups of four, each with two
+// 8-row query tiles, so that every K/V fragment read feeds two MMAs (rows
+// that cannot split key blocks take the same tiles unsplit); decode is one
+// 8-row simdgroup split over many threadgroups. Every dtype gets the same
+// rows: the planner fits K/V passes to the staged element size.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -55,7 +56,7 @@ const std::vector<TableRow>& table_rows() {
       const nlohmann::json& t = row.at("tiles");
       parsed.push_back({kind_named(row.at("kind").get<std::string>()), row.at("max_head_dim").get<uint32_t>(),
                         {t.at("block_q").get<uint32_t>(), t.at("block_k").get<uint32_t>(),
-                         t.at("simdgroups").get<uint32_t>()},
+                         t.at("simdgroups").get<uint32_t>(), t.value("key_groups", 1u)},
                         row.contains("target") ? std::optional(target_named(row.at("target").get<std::string>()))
                                                : std::nullopt});
     }

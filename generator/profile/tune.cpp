@@ -15,11 +15,13 @@ namespace {
 spec::Tiles planner_default(spec::KernelSpec spec) {
   spec.tiles.reset();
   const plan::KernelPlan p = plan::plan_kernel(spec);
-  return {p.block_q, p.block_k, p.simdgroups};
+  return {p.block_q, p.block_k, p.simdgroups, p.key_groups};
 }
 
 nlohmann::json tiles_json(const spec::Tiles& t) {
-  return {{"block_q", t.block_q}, {"block_k", t.block_k}, {"simdgroups", t.simdgroups}};
+  nlohmann::json j = {{"block_q", t.block_q}, {"block_k", t.block_k}, {"simdgroups", t.simdgroups}};
+  if (t.key_groups > 1) j["key_groups"] = t.key_groups;  // as a spec spells it: only when split
+  return j;
 }
 
 }  // namespace
@@ -29,16 +31,17 @@ std::vector<spec::Tiles> tile_candidates(const spec::KernelSpec& spec, const Tun
   uint32_t refusals = 0;
   for (uint32_t q : grid.block_q)
     for (uint32_t k : grid.block_k)
-      for (uint32_t s : grid.simdgroups) {
-        spec::KernelSpec candidate = spec;
-        candidate.tiles = spec::Tiles{q, k, s};
-        try {
-          plan::plan_kernel(candidate);
-          accepted.push_back(*candidate.tiles);
-        } catch (const spec::SpecError&) {
-          ++refusals;  // over a limit, or not a multiple the kernel needs
+      for (uint32_t s : grid.simdgroups)
+        for (uint32_t g : grid.key_groups) {
+          spec::KernelSpec candidate = spec;
+          candidate.tiles = spec::Tiles{q, k, s, g};
+          try {
+            plan::plan_kernel(candidate);
+            accepted.push_back(*candidate.tiles);
+          } catch (const spec::SpecError&) {
+            ++refusals;  // over a limit, not a multiple the kernel needs, or key groups it cannot take
+          }
         }
-      }
   if (refused) *refused = refusals;
   return accepted;
 }

@@ -23,6 +23,7 @@ struct TuneGrid {
   std::vector<uint32_t> block_q = {8, 16, 32, 64, 128};
   std::vector<uint32_t> block_k = {8, 16, 32, 64, 128};
   std::vector<uint32_t> simdgroups = {1, 2, 4, 8};
+  std::vector<uint32_t> key_groups = {1};  // forward: simdgroup groups that split each staged key block
 };
 
 struct TuneCandidate {

@@ -77,6 +77,7 @@ std::string derived_name(const KernelSpec& s) {
   if (s.mods.any()) n += fmt::format("_mods_{:08x}", uint32_t(mods_id(s) >> 32));
   if (!s.lse) n += "_nolse";
   if (s.tiles) n += fmt::format("_q{}k{}s{}", s.tiles->block_q, s.tiles->block_k, s.tiles->simdgroups);
+  if (s.tiles && s.tiles->key_groups > 1) n += fmt::format("g{}", s.tiles->key_groups);
   if (s.target != Target::apple9) n += fmt::format("_{}", to_string(s.target));
   return n;
 }
@@ -110,6 +111,8 @@ std::string canonical_json(const KernelSpec& s) {
     j["tiles"] = {{"block_q", s.tiles->block_q},
                   {"block_k", s.tiles->block_k},
                   {"simdgroups", s.tiles->simdgroups}};
+    // Only when split, so that the canonical form of every other kernel stays as it was.
+    if (s.tiles->key_groups > 1) j["tiles"]["key_groups"] = s.tiles->key_groups;
   } else {
     j["tiles"] = nullptr;
   }

@@ -69,6 +69,9 @@ struct Tiles {
   uint32_t block_q = 0;
   uint32_t block_k = 0;
   uint32_t simdgroups = 0;
+  // Forward: groups of simdgroups that split each staged key block and merge
+  // after the last one (simdgroups / key_groups simdgroups share the rows).
+  uint32_t key_groups = 1;
   bool operator==(const Tiles&) const = default;
 };
 

@@ -1,6 +1,7 @@
 #include "spec/spec_fields.h"
 
 #include <array>
+#include <span>
 
 #include "spec/metal_identifier.h"
 
@@ -64,17 +65,18 @@ uint32_t read_block(const Json& value, const Where& at) {
   return static_cast<uint32_t>(n);
 }
 
-// {"block_q": n, "block_k": n, "simdgroups": n}, or null for "the planner
-// decides" (what canonical_json writes when no tiles were given). Limits that
-// depend on the head dim and threadgroup memory are the planner's to check.
+// {"block_q": n, "block_k": n, "simdgroups": n} with an optional
+// "key_groups": n, or null for "the planner decides" (what canonical_json
+// writes when no tiles were given). Limits that depend on the kind, the head
+// dim and threadgroup memory are the planner's to check.
 Setter tiles(const Json& value, const Where& at) {
   if (value.is_null()) return [](KernelSpec& s) { s.tiles.reset(); };
   if (!value.is_object()) {
     at.fail_expected(R"(an object {"block_q": n, "block_k": n, "simdgroups": n})", value);
   }
-  static constexpr std::array<std::string_view, 3> kFields{"block_q", "block_k", "simdgroups"};
+  static constexpr std::array<std::string_view, 4> kFields{"block_q", "block_k", "simdgroups", "key_groups"};
   check_known_fields(value, at, kFields);
-  for (std::string_view f : kFields) {
+  for (std::string_view f : std::span(kFields).first(3)) {
     if (!value.contains(f)) {
       at.fail(fmt::format("missing field \"{}\"; tiles need block_q, block_k and simdgroups", f));
     }
@@ -89,11 +91,19 @@ Setter tiles(const Json& value, const Where& at) {
         "expected at most 32 simdgroups, found {}: {} threads per threadgroup exceed Metal's limit of 1024",
         t.simdgroups, 32 * t.simdgroups));
   }
-  // Each simdgroup owns whole 8-row tiles of the query block.
-  if (t.block_q % (8 * t.simdgroups) != 0) {
+  if (value.contains("key_groups")) {
+    t.key_groups = static_cast<uint32_t>(read_integer(value["key_groups"], at.field("key_groups"), 1, 32));
+    if (t.simdgroups % t.key_groups != 0) {
+      at.field("key_groups").fail(fmt::format("expected a divisor of simdgroups ({}), found {}", t.simdgroups,
+                                              t.key_groups));
+    }
+  }
+  // Each simdgroup owns whole 8-row tiles of the query block; the key groups share the rows.
+  const uint32_t row_simdgroups = t.simdgroups / t.key_groups;
+  if (t.block_q % (8 * row_simdgroups) != 0) {
     at.field("block_q").fail(fmt::format(
-        "expected a multiple of {} (8 rows for each of the {} simdgroups), found {}",
-        8 * t.simdgroups, t.simdgroups, t.block_q));
+        "expected a multiple of {} (8 rows for each of the {} simdgroups{}), found {}", 8 * row_simdgroups,
+        row_simdgroups, t.key_groups > 1 ? " of a key group" : "", t.block_q));
   }
   return [t](KernelSpec& s) { s.tiles = t; };
 }

@@ -114,12 +114,20 @@ TEST_F(GenerateCli, ListAndExplain) {
                          "--heads-q", "1", "--heads-kv", "1"});
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  16384 bytes of the 32768-byte limit"));
+  // The table's D 64 row: two key groups of four simdgroups, 16 rows each.
+  EXPECT_THAT(explain.out, HasSubstr("tiles:               block_q 64, block_k 64, simdgroups 8, key_groups 2 (from "
+                                     "the tile table for D 64 on apple9)"));
+  EXPECT_THAT(explain.out, HasSubstr("row tiles:           2 per simdgroup (16 query rows each); 2 key groups of 4 "
+                                     "simdgroups take 64 keys each of every 128-key staged block and merge after "
+                                     "the last"));
   EXPECT_THAT(explain.out, HasSubstr("136 visited of 256"));  // causal: 1 + 2 + ... + 16 key blocks
   EXPECT_THAT(explain.out, HasSubstr("products:            simdgroup_matrix 8x8 MMAs"));
   EXPECT_THAT(explain.out, HasSubstr("staging:             float16 tiles; K and V take turns in one tile"));
-  // D 64: K and V fit a tile each; bfloat is widened as it is staged.
+  // D 64 with 2 x 32 keys staged per step: K and V fit a tile each; bfloat
+  // is widened as it is staged.
   const fs::path d64 = dir_ / "d64.json";
-  std::ofstream(d64) << R"({"dtype": ["float16", "bfloat16"], "head_dim": 64})";
+  std::ofstream(d64) << R"({"dtype": ["float16", "bfloat16"], "head_dim": 64,
+                            "tiles": {"block_q": 64, "block_k": 32, "simdgroups": 8, "key_groups": 2}})";
   auto resident = mfagen({"explain", d64.string()});
   ASSERT_EQ(resident.exit_code, 0) << resident.err;
   EXPECT_THAT(resident.out, HasSubstr("staging:             float16 tiles; K and V keep a tile each, staged together"));

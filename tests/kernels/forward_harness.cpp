@@ -110,6 +110,7 @@ std::string ForwardCase::describe() const {
   if (page_size) d += " Sq=" + std::to_string(seq_q);
   if (bshd) d += " BSHD";
   if (tiles) d += fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups);
+  if (tiles && tiles->key_groups > 1) d += fmt::format(" key_groups {}", tiles->key_groups);
   if (target != spec::Target::apple9) d += fmt::format(" {}", spec::to_string(target));
   if (tensor_layout_seed) d += fmt::format(" layout-seed {}", tensor_layout_seed);
   if (scale > 0) d += fmt::format(" scale={}", scale);

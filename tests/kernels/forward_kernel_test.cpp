@@ -113,6 +113,49 @@ std::vector<ForwardCase> rising_scores() {
   return cases;
 }
 
+// Key groups (tiles.key_groups): the simdgroups of a threadgroup split each
+// staged key block and merge their rows' max, total and O at the end. Each
+// dtype and causal mode; a last staged block that only the first group
+// reaches (Sk 20 < 2 x block_k) or none but one; a merge in several passes
+// (D 80 at 4 groups); every head dim row; GQA, sinks, ALiBi, window and
+// softcap beside the merge; scores that rise across the keys, so that the
+// groups' maxes differ by far more than the rescale slack.
+std::vector<ForwardCase> key_groups() {
+  std::vector<ForwardCase> cases;
+  const spec::Tiles two{64, 32, 8, 2}, four{32, 16, 8, 4};
+  int i = 0;
+  for (DType dtype : {kF16, kBF16, kF32})
+    for (Causal causal : {kNone, kTopLeft, kBottomRight}) {
+      ForwardCase f = with(dtype, 64, 0, causal, i % 2 ? 70 : 33, i % 3 ? 90 : 20);
+      f.tiles = i % 2 ? four : two;
+      cases.push_back(f);
+      ++i;
+    }
+  for (uint32_t d : {8u, 80u, 128u, 256u}) {
+    ForwardCase f = with(d == 80 ? kBF16 : kF16, d, 0, kBottomRight, 40, 77);
+    f.tiles = d == 256 ? spec::Tiles{64, 16, 8, 2} : d == 80 ? four : two;
+    cases.push_back(f);
+  }
+  ForwardCase features = with(kF16, 64, 0, kBottomRight, 50, 130);
+  features.tiles = two;
+  features.heads_q = 8;
+  features.heads_kv = 2;
+  features.sinks = true;
+  features.alibi = true;
+  features.window = std::pair<int64_t, int64_t>{40, 5};
+  features.softcap = 20.0;
+  cases.push_back(features);
+  for (DType dtype : {kF16, kF32}) {
+    ForwardCase f = with(dtype, 64, 0, kBottomRight, 20, 300);
+    f.tiles = dtype == kF16 ? two : four;
+    f.heads_q = 8;
+    f.heads_kv = 2;
+    f.alibi = true;
+    cases.push_back(f);
+  }
+  return cases;
+}
+
 class ForwardKernel : public ::testing::TestWithParam<ForwardCase> {};
 
 TEST_P(ForwardKernel, MatchesFloat64ReferenceWithNoFindings) {
@@ -129,6 +172,7 @@ std::string case_name(const ::testing::TestParamInfo<ForwardCase>& info) {
 INSTANTIATE_TEST_SUITE_P(Matrix, ForwardKernel, ::testing::ValuesIn(matrix()), case_name);
 INSTANTIATE_TEST_SUITE_P(LargeFloat32Logits, ForwardKernel, ::testing::ValuesIn(large_logits()), case_name);
 INSTANTIATE_TEST_SUITE_P(RisingScores, ForwardKernel, ::testing::ValuesIn(rising_scores()), case_name);
+INSTANTIATE_TEST_SUITE_P(KeyGroups, ForwardKernel, ::testing::ValuesIn(key_groups()), case_name);
 
 }  // namespace
 }  // namespace mfagen::test

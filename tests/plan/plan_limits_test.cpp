@@ -93,6 +93,18 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{R"({"kind": "backward", "dtype": "float16", "head_dim": 64, "layout": "varlen", "dropout": true})",
                 "p.json: dropout: attn_bwd_f16_d64_gqa_varlen_dropout: dropout with packed sequences is not supported "
                 "in this version (the mask's counter is per dense batch entry): use layout dense"},
+        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64, "tiles": {"block_q": 64, "block_k": 32, "simdgroups": 8, "key_groups": 2}})",
+                "p.json: tiles.key_groups: attn_decode_f16_d64_gqa_q64k32s8g2: key_groups 2 splits the key blocks of "
+                "the simdgroup_matrix forward with dense, unquantized K and V and no mask_mod; this decode kernel "
+                "takes key_groups 1"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_dtype": "q8_0", "tiles": {"block_q": 64, "block_k": 32, "simdgroups": 8, "key_groups": 2}})",
+                "p.json: tiles.key_groups: attn_fwd_f16_d64_gqa_kv_q8_0_q64k32s8g2: key_groups 2 splits the key "
+                "blocks of the simdgroup_matrix forward with dense, unquantized K and V and no mask_mod; this "
+                "forward kernel takes key_groups 1"},
+        Refusal{R"({"dtype": "float16", "head_dim": 8, "tiles": {"block_q": 64, "block_k": 8, "simdgroups": 32, "key_groups": 16}})",
+                "p.json: tiles.key_groups: attn_fwd_f16_d8_gqa_q64k8s32g16: key_groups 16 with block_q 64, "
+                "simdgroups 32 hand 61440 bytes of softmax state to group 0, over Metal's 32768 bytes of "
+                "threadgroup memory; use fewer key groups or a smaller block_q"},
         Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64, "mask_mod": "kv_idx < 8", "name": "m"})",
                 "p.json: mask_mod: m: score_mod and mask_mod compile into forward and backward kernels on dense "
                 "tensors in this version (kind forward or backward, layout dense, kv_cache dense, k and v in the "
@@ -101,6 +113,31 @@ INSTANTIATE_TEST_SUITE_P(
                 "p.json: score_mod: p: score_mod and mask_mod compile into forward and backward kernels on dense "
                 "tensors in this version (kind forward or backward, layout dense, kv_cache dense, k and v in the "
                 "spec's dtype)"}));
+
+// Two key groups of four simdgroups: each simdgroup has 64 / (8 x 4) = 2 row
+// tiles, 2 x 32 keys are staged per step (K and V resident: 2 x 64 x 64 x 2
+// bytes = 16 KB), and group 1 hands over 8 row tiles' max and total and O's 8
+// column tiles (64 floats each: 4 x 64 x 8 x 9 = 18 KB, within the 20 KB that
+// keeps three threadgroups resident): one merge pass.
+TEST(Plan, KeyGroupsShareRowsAndMergeThroughTheTileMemory) {
+  const KernelPlan p =
+      plan_json(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 64, "block_k": 32, "simdgroups": 8, "key_groups": 2}})");
+  EXPECT_EQ(p.key_groups, 2u);
+  EXPECT_EQ(p.row_tiles, 2u);
+  EXPECT_TRUE(p.resident_tiles);
+  EXPECT_EQ(p.merge_tiles, 8u);
+  EXPECT_EQ(p.threadgroup_bytes, 4u * 64 * 8 * 9);
+  // bfloat16 at D 80, four groups of two: staged as float32, 64 keys x 80 x 4
+  // bytes = 20 KB, the whole budget. Three groups hand over 2 x 2 row tiles
+  // each (12 slots, 3 KB per column tile of O, and 3 KB of max and total):
+  // five of the ten column tiles per pass, in 18 KB.
+  const KernelPlan m =
+      plan_json(R"({"dtype": "bfloat16", "head_dim": 80, "tiles": {"block_q": 32, "block_k": 16, "simdgroups": 8, "key_groups": 4}})");
+  EXPECT_EQ(m.row_tiles, 2u);
+  EXPECT_FALSE(m.resident_tiles);
+  EXPECT_EQ(m.merge_tiles, 5u);
+  EXPECT_EQ(m.threadgroup_bytes, 64u * 80 * 4);
+}
 
 TEST(Plan, LargeHeadDimsAreBlockedAlongD) {
   const KernelPlan p = plan_json(R"({"dtype": "float32", "head_dim": 576, "head_dim_v": 512})");

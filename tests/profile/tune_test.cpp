@@ -35,6 +35,23 @@ TEST(Tune, CandidatesAreTheGridRowsThePlannerAccepts) {
   EXPECT_EQ(std::count(rows.begin(), rows.end(), spec::Tiles{32, 32, 4}), 1);
 }
 
+// Key groups are one more axis of the grid: a row must give each group's
+// simdgroups whole 8-row tiles, and only kernels that can split key blocks
+// take more than one (a decode kernel refuses them all).
+TEST(Tune, KeyGroupsAreAnAxisOfTheGrid) {
+  TuneGrid grid{{32, 64}, {32}, {4, 8}};
+  grid.key_groups = {1, 2, 4};
+  uint32_t refused = 0;
+  const std::vector<spec::Tiles> rows = tile_candidates(small_forward(), grid, &refused);
+  EXPECT_EQ(rows.size() + refused, 2u * 1 * 2 * 3);
+  for (const spec::Tiles& t : rows) EXPECT_EQ(t.block_q % (8 * t.simdgroups / t.key_groups), 0u);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), spec::Tiles{64, 32, 8, 2}), 1);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), spec::Tiles{32, 32, 8, 1}), 0);  // 8 x 8 rows > 32
+  spec::KernelSpec decode = small_forward();
+  decode.kind = spec::Kind::decode;
+  for (const spec::Tiles& t : tile_candidates(decode, grid, nullptr)) EXPECT_EQ(t.key_groups, 1u);
+}
+
 TEST(Tune, RanksCandidatesByTheirPredictedTimeSummedOverChips) {
   const TuneGrid grid{{16, 32}, {16, 32}, {1, 2}};
   const plan::CostShape shape{1, 2, 1, 96, 160};
@@ -59,7 +76,7 @@ TEST(Tune, RanksCandidatesByTheirPredictedTimeSummedOverChips) {
   EXPECT_DOUBLE_EQ(direct.predictions[0].seconds, r.ranked.front().predictions[0].seconds);
   EXPECT_DOUBLE_EQ(direct.predictions[1].seconds, r.ranked.front().predictions[1].seconds);
   // The planner's own choice is reported beside the search.
-  EXPECT_EQ(r.table_tiles, (spec::Tiles{64, 64, 8}));
+  EXPECT_EQ(r.table_tiles, (spec::Tiles{64, 64, 8, 2}));
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["candidates"].size(), 8u);
   EXPECT_EQ(j["best"]["block_q"], r.ranked.front().tiles.block_q);

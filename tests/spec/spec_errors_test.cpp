@@ -164,7 +164,7 @@ const BadSpec kBadSpecs[] = {
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 32}})"),
      R"(bad.json: kernels[0].tiles: missing field "simdgroups"; tiles need block_q, block_k and simdgroups)"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 32, "block_k": 32, "simdgroups": 4, "block_d": 64}})"),
-     R"(bad.json: kernels[0].tiles: unknown field "block_d"; the accepted fields are block_q, block_k, simdgroups)"},
+     R"(bad.json: kernels[0].tiles: unknown field "block_d"; the accepted fields are block_q, block_k, simdgroups, key_groups)"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 12, "block_k": 32, "simdgroups": 1}})"),
      "bad.json: kernels[0].tiles.block_q: expected a multiple of 8 in 8..1024, found 12"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 2048, "block_k": 32, "simdgroups": 1}})"),
@@ -181,6 +181,13 @@ const BadSpec kBadSpecs[] = {
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 16, "block_k": 32, "simdgroups": 4}})"),
      "bad.json: kernels[0].tiles.block_q: expected a multiple of 32 (8 rows for each of the 4 "
      "simdgroups), found 16"},
+    {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 64, "block_k": 32, "simdgroups": 8, "key_groups": 0}})"),
+     "bad.json: kernels[0].tiles.key_groups: expected an integer in 1..32, found 0"},
+    {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 64, "block_k": 32, "simdgroups": 8, "key_groups": 3}})"),
+     "bad.json: kernels[0].tiles.key_groups: expected a divisor of simdgroups (8), found 3"},
+    {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": {"block_q": 8, "block_k": 32, "simdgroups": 8, "key_groups": 2}})"),
+     "bad.json: kernels[0].tiles.block_q: expected a multiple of 32 (8 rows for each of the 4 simdgroups of a key "
+     "group), found 8"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "tiles": [null, {"block_q": 32, "block_k": 32, "simdgroups": "4"}]})"),
      "bad.json: kernels[0].tiles[1].simdgroups: expected an integer in 1..1024, found a string"},
     // Names
