@@ -250,7 +250,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // mask_mod's block classes are computed first (DESIGN.md section 13).
   if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();
-  spec::Tiles tiles = s.tiles.value_or(
+  const spec::Tiles tiles = s.tiles.value_or(
       s.kind == spec::Kind::decode     ? decode_table_tiles(s.head_dim, s.head_dim_v)
       : s.kind == spec::Kind::backward ? backward_table_tiles(s.head_dim, s.head_dim_v)
                                        : table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
