@@ -69,8 +69,9 @@ void register_list_command(CLI::App& app, CommandAction& action) {
       "would name them. For a manifest.json (recognized by its top-level \"format\" key): the\n"
       "kernels it holds. One line per kernel:\n"
       "  NAME  KIND  DTYPE  D=.. Dv=..  causal=..  gqa=yes|no  lse=yes|no  tiles=..  TARGET\n"
-      "tiles=BQxBKxSG are the spec's block_q x block_k x simdgroups; tiles=table means the planner's\n"
-      "tile table decides (a manifest also shows what it chose: table:BQxBKxSG).\n\n"
+      "tiles=BQxBKxSG are the spec's block_q x block_k x simdgroups (BQxBKxSG/G: G key groups);\n"
+      "tiles=table means the planner's tile table decides (a manifest also shows what it chose:\n"
+      "table:BQxBKxSG).\n\n"
       "Exit status: 0 ok, 1 unreadable or invalid file, 2 internal error.");
   cmd->add_option("files", *files, "spec files or manifest.json files")->required()->type_name("SPEC|MANIFEST");
   cmd->callback([files, &action] { action = [files] { return run_list(*files); }; });

@@ -133,6 +133,17 @@ TEST_F(GenerateCli, ListAndExplain) {
   EXPECT_THAT(resident.out, HasSubstr("staging:             float16 tiles; K and V keep a tile each, staged together"));
   EXPECT_THAT(resident.out, HasSubstr("staging:             float32 (widened from bfloat16 as staged) tiles; K and V "
                                       "take turns in one tile"));
+  // `list` spells key groups after the simdgroups: a spec's tiles, and what a manifest's table chose.
+  auto listed = mfagen({"list", d64.string()});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_THAT(listed.out, HasSubstr("tiles=64x32x8/2"));
+  const fs::path out = dir_ / "llama_out";
+  ASSERT_EQ(mfagen({"generate", (kSpecs / "llama.json").string(), "-o", out.string(), "--quiet"}).exit_code, 0);
+  auto manifest = mfagen({"list", (out / "manifest.json").string()});
+  ASSERT_EQ(manifest.exit_code, 0) << manifest.err;
+  EXPECT_THAT(manifest.out, HasSubstr("attn_fwd_f16_d64_causal_br_gqa       forward  float16   D=64 Dv=64    "
+                                      "causal=bottom_right  gqa=yes  lse=yes  tiles=table:64x64x8/2"));
+  EXPECT_THAT(manifest.out, HasSubstr("tiles=table:64x64x8    apple9"));  // D 128: one group
   auto bad = mfagen({"explain", spec, "--heads-q", "6", "--heads-kv", "4"});
   EXPECT_EQ(bad.exit_code, 1);
 
