@@ -25,6 +25,11 @@ inline constexpr uint32_t kSaturationSimdgroupsPerCore = 24;
 // Float32 fragment values one thread may keep live (q, o and score
 // fragments); past this a kernel would spill to device memory on every step.
 inline constexpr uint32_t kMaxFragmentFloatsPerThread = 512;
+// 32-bit registers one thread has (Dougall Johnson, Apple G13 GPU
+// Architecture Reference, 'Registers'; DESIGN.md section 14). Fragment
+// values past this are spilled by the compiler: the kernel still runs, more
+// slowly than the profile's model (which does not charge spills) predicts.
+inline constexpr uint32_t kRegistersPerThread = 128;
 
 // One [[buffer(n)]] of the kernel, as the manifest and the runtime see it.
 struct BufferSlot {
