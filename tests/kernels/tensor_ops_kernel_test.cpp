@@ -33,8 +33,10 @@ ForwardCase with(DType dtype, uint32_t d, uint32_t dv, Causal causal, uint64_t s
 std::vector<ForwardCase> shapes() {
   std::vector<ForwardCase> cases = common_forward_cases(spec::Target::apple10);
   int i = 0;
-  for (uint32_t d : {8u, 96u, 128u, 256u, 512u})
-    cases.push_back(with(i % 3 == 0 ? kF16 : i % 3 == 1 ? kBF16 : kF32, d, 0, Causal(i++ % 3), 40, 45));
+  for (uint32_t d : {8u, 96u, 128u, 256u, 512u}) {
+    cases.push_back(with(i % 3 == 0 ? kF16 : i % 3 == 1 ? kBF16 : kF32, d, 0, Causal(i % 3), 40, 45));
+    ++i;
+  }
   cases.push_back(with(kF16, 576, 512, kBottomRight, 20, 37));
   cases.push_back(with(kF32, 20, 44, kBottomRight, 13, 29));
   cases.push_back(with(kF16, 1, 1, kNone, 5, 9));
