@@ -4,11 +4,13 @@
 // them) is in that file and in docs/kernel_speed.md. In short: eight
 // simdgroups share each staged K/V (q/dO) tile up to D 256, which keeps
 // staging per MMA low, 24 simdgroups resident per core and a short dispatch
-// tail; the forward's simdgroups form two key groups of four, each with two
-// 8-row query tiles, so that every K/V fragment read feeds two MMAs (rows
-// that cannot split key blocks take the same tiles unsplit); decode is one
-// 8-row simdgroup split over many threadgroups. Every dtype gets the same
-// rows: the planner fits K/V passes to the staged element size.
+// tail; up to D 80 the forward's simdgroups form two key groups of four,
+// each with two 8-row query tiles, so that every K/V fragment read feeds two
+// MMAs (kernels that cannot split key blocks take the same tiles unsplit;
+// larger head dims would keep more live values than a thread has
+// registers); decode is one 8-row simdgroup split over many threadgroups.
+// Every dtype gets the same rows: the planner fits K/V passes to the staged
+// element size.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

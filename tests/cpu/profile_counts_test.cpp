@@ -121,6 +121,31 @@ TEST(ProfileCounts, PackedVectorsLoadAtAnyElementAsOneInstruction) {
   EXPECT_EQ(r.profile->traffic.at(3).bytes_written, 32 * 48);
 }
 
+// A divide by a constant is counted as the multiply-high and shifts every
+// compiler emits for it; only the divide by a runtime value is a divide.
+TEST(ProfileCounts, DivisionByAConstantIsAMultiplyAndShifts) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<uint32_t> in(32), out(4 * 32);
+  uint32_t divisor = 7;
+  for (uint32_t t = 0; t < 32; ++t) in[t] = 1000 + 37 * t;
+  auto r = run_profiled(*module, "divide_by_constant", {1, 1, 1}, {32, 1, 1},
+                        {bind(0, in), bind(1, out), bind_scalar(2, divisor)});
+  ASSERT_TRUE(IsClean(r));
+  for (uint32_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[4 * t], in[t] / 20);
+    EXPECT_EQ(out[4 * t + 1], in[t] % 20);
+    EXPECT_EQ(out[4 * t + 2], in[t] / 16);
+    EXPECT_EQ(out[4 * t + 3], in[t] / 7);
+  }
+  EXPECT_EQ(count(r, Op::int_divide), 1) << "x / n only";
+  // x / 20: a multiply-high and a shift; x % 20: a multiply-high, a shift,
+  // a multiply and a subtract; x / 16: a shift. The indices 4t, 4t + 1,
+  // 4t + 2 and 4t + 3 are a shift and three ors.
+  EXPECT_EQ(count(r, Op::int_mul), 1 + 2);
+  EXPECT_EQ(count(r, Op::int_logic), 1 + 1 + 1 + 4);
+  EXPECT_EQ(count(r, Op::int_add), 1);
+}
+
 TEST(ProfileCounts, BarriersCollectivesAndThreadgroupBytes) {
   auto module = compile_profiled("profile_counts.metal");
   std::vector<float> out(64);

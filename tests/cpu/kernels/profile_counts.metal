@@ -70,3 +70,14 @@ kernel void packed_copy(device const half* h [[buffer(0)]], device const bfloat*
   o[1] = float4(y);
   o[2] = z;
 }
+
+// Integer division: by a constant (20, and 16) it is a multiply-high and
+// shifts on any compiler's output, by a runtime value a divide sequence.
+kernel void divide_by_constant(device const uint* in [[buffer(0)]], device uint* out [[buffer(1)]],
+                               constant uint& n [[buffer(2)]], uint t [[thread_position_in_grid]]) {
+  const uint x = in[t];
+  out[4 * t] = x / 20u;
+  out[4 * t + 1] = x % 20u;
+  out[4 * t + 2] = x / 16u;
+  out[4 * t + 3] = x / n;
+}

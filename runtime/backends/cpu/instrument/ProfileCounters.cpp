@@ -263,6 +263,7 @@ class BlockCounter {
       case Instruction::SDiv:
       case Instruction::URem:
       case Instruction::SRem:
+        if (divideByConstant(cast<BinaryOperator>(I), Ops, N)) return;
         return add(Ops, Op::int_divide, N);
       case Instruction::LShr:
       case Instruction::AShr:
@@ -321,6 +322,33 @@ class BlockCounter {
       const unsigned Width = Trunc->getType()->getScalarSizeInBits();
       if ((Width != 16 && Width != 32) || Bits % Width != 0) return false;
     }
+    return true;
+  }
+
+  // An integer divide or remainder by a constant is no divide on any
+  // compiler's output: LLVM's IR keeps `udiv x, 20` until instruction
+  // selection, where TargetLowering::BuildUDIV/BuildSDIV turn it into a
+  // multiply-high and shifts (Granlund and Montgomery, "Division by
+  // invariant integers using multiplication", PLDI 1994), or a shift for a
+  // power of two. Counted as that sequence: unsigned x / c is a multiply-high
+  // and a shift, x % c adds a multiply and a subtract; signed adds a sign
+  // fix-up (a shift and an add). Powers of two: one shift or mask unsigned,
+  // three instructions signed.
+  static bool divideByConstant(const BinaryOperator& I, OpList& Ops, uint64_t N) {
+    const auto* C = dyn_cast<Constant>(I.getOperand(1));
+    if (C && C->getType()->isVectorTy()) C = C->getSplatValue();
+    const auto* Divisor = dyn_cast_or_null<ConstantInt>(C);
+    if (!Divisor || Divisor->isZero()) return false;
+    const bool Signed = I.getOpcode() == Instruction::SDiv || I.getOpcode() == Instruction::SRem;
+    const bool Remainder = I.getOpcode() == Instruction::URem || I.getOpcode() == Instruction::SRem;
+    if (Divisor->getValue().abs().isPowerOf2()) {
+      add(Ops, Op::int_logic, N * (Signed ? 2 : 1));
+      if (Signed) add(Ops, Op::int_add, N);
+      return true;
+    }
+    add(Ops, Op::int_mul, N * (Remainder ? 2 : 1));
+    add(Ops, Op::int_logic, N * (Signed ? 2 : 1));
+    add(Ops, Op::int_add, N * ((Remainder ? 1 : 0) + (Signed ? 1 : 0)));
     return true;
   }
 
