@@ -127,10 +127,10 @@ std::vector<TextRow> plan_rows(const plan::KernelPlan& p) {
       {"threadgroup memory", fmt::format("{} bytes of the {}-byte limit ({})", p.threadgroup_bytes,
                                          plan::kMaxThreadgroupBytes,
                                          percent(p.threadgroup_bytes, plan::kMaxThreadgroupBytes))},
-      {"registers", fmt::format("{} float32 fragment values per thread, limit {}{}", p.fragment_floats,
-                                s.kind == spec::Kind::backward ? plan::kMaxBackwardFragmentFloatsPerThread
-                                                               : plan::kMaxFragmentFloatsPerThread,
-                                p.fragment_floats > plan::kRegistersPerThread
+      {"registers", fmt::format("{} 32-bit registers of fragment values per thread, limit {}{}", p.fragment_registers,
+                                s.kind == spec::Kind::backward ? plan::kMaxBackwardFragmentRegistersPerThread
+                                                               : plan::kMaxFragmentRegistersPerThread,
+                                p.fragment_registers > plan::kRegistersPerThread
                                     ? fmt::format("; over the {} registers a thread has, the compiler spills "
                                                   "the rest (the profile's model does not charge spills)",
                                                   plan::kRegistersPerThread)

@@ -69,7 +69,7 @@ void print_result(const profile::TuneResult& r, uint32_t top) {
   rows.push_back(header);
   for (size_t i = 0; i < r.ranked.size() && i < top; ++i) {
     const profile::TuneCandidate& c = r.ranked[i];
-    TextRow row = {std::to_string(i + 1), tiles_text(c.tiles), std::to_string(c.fragment_floats),
+    TextRow row = {std::to_string(i + 1), tiles_text(c.tiles), std::to_string(c.fragment_registers),
                    fmt::format("{} B", c.threadgroup_bytes)};
     for (const profile::Prediction& p : c.predictions) row.push_back(profile::format_seconds(p.seconds));
     row.push_back(profile::format_seconds(c.total_seconds));

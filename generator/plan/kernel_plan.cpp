@@ -250,10 +250,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // mask_mod's block classes are computed first (DESIGN.md section 13).
   if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();
-  const spec::Tiles tiles = s.tiles.value_or(
-      s.kind == spec::Kind::decode     ? decode_table_tiles(s.head_dim, s.head_dim_v)
-      : s.kind == spec::Kind::backward ? backward_table_tiles(s.head_dim, s.head_dim_v)
-                                       : table_tiles(s.head_dim, s.head_dim_v, s.dtype, s.target));
+  const spec::Tiles tiles = s.tiles.value_or(table_tiles(s.kind, s.head_dim, s.head_dim_v, s.dtype, s.target));
   p.block_q = tiles.block_q;
   p.block_k = tiles.block_k;
   p.simdgroups = tiles.simdgroups;
@@ -289,28 +286,44 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.dv_tiles = ceil_div(s.head_dim_v, 8);
 
   const bool backward = s.kind == spec::Kind::backward;
-  p.fragment_floats = 2 * p.row_tiles * (p.d_tiles + p.dv_tiles + p.block_k / 8);
+  // K and V are staged in their own type: half the threadgroup bytes of
+  // float32 tiles, so passes are twice as wide and the tile reads (a bound of
+  // the model) halve. simdgroup_matrix kernels load each fragment in that type
+  // (the MMA's documented signature shares one type among its operands) and
+  // widen it lane by lane; TensorOps kernels multiply 16-bit operands
+  // directly. The forward and decode widen bfloat once, as they stage it:
+  // widening bfloat is an integer shift where there is no bfloat hardware
+  // (M1, M2), and a fragment's elements would be widened once per row tile
+  // and pass instead of once per block. Quantized caches are dequantized to
+  // float32 as they are staged.
+  const bool widened_when_staged =
+      spec::kv_quantized(s.kv_dtype) || (!backward && !p.tensor_ops && s.dtype == spec::DType::bfloat16);
+  p.staged_bytes = widened_when_staged ? 4 : spec::dtype_bytes(s.dtype);
+  // A lane holds two values of each fragment: float32 for O and the scores;
+  // the forward keeps q in the type K is staged in (16-bit: one register).
+  const uint32_t q_registers_per_tile = !backward && p.staged_bytes == 2 ? 1 : 2;
+  p.fragment_registers = p.row_tiles * (q_registers_per_tile * p.d_tiles + 2 * (p.dv_tiles + p.block_k / 8));
   if (backward) {
     const uint32_t key_row_tiles = p.block_k / (8 * p.simdgroups);
     // Dropout keeps each weight's factor (dQ, dK/dV) and the dropped P (dK/dV) in fragments too.
     const uint32_t dropout = s.dropout ? 1 : 0;
     const uint32_t dq = 2 * p.row_tiles * (2 * p.d_tiles + p.dv_tiles + (3 + dropout) * p.block_k / 8);
     const uint32_t dkdv = 2 * key_row_tiles * (2 * p.d_tiles + 2 * p.dv_tiles + (3 + 2 * dropout) * p.block_q / 8);
-    p.fragment_floats = std::max(dq, dkdv);
+    p.fragment_registers = std::max(dq, dkdv);
   }
   // TensorOps forward kernels keep S (rows x block_k) and O (rows x Dv) in
   // cooperative tensors spread over the simdgroup's 32 lanes; q stays in memory.
   if (p.tensor_ops) {
     const uint32_t rows = p.block_q / p.simdgroups;
-    p.fragment_floats = ceil_div(rows * p.block_k + rows * round_up(s.head_dim_v, 16), kSimdWidth);
+    p.fragment_registers = ceil_div(rows * p.block_k + rows * round_up(s.head_dim_v, 16), kSimdWidth);
   }
-  const uint32_t limit = backward ? kMaxBackwardFragmentFloatsPerThread : kMaxFragmentFloatsPerThread;
-  if (p.fragment_floats > limit)
+  const uint32_t limit = backward ? kMaxBackwardFragmentRegistersPerThread : kMaxFragmentRegistersPerThread;
+  if (p.fragment_registers > limit)
     refuse(s, "tiles",
-           fmt::format("head_dim {} / head_dim_v {} with block_q {}, block_k {}, simdgroups {} keep {} float32 "
-                       "fragment values per thread ({} query row tiles per simdgroup), over the limit of {}; "
+           fmt::format("head_dim {} / head_dim_v {} with block_q {}, block_k {}, simdgroups {} keep {} 32-bit "
+                       "registers of fragment values per thread ({} query row tiles per simdgroup), over the limit of {}; "
                        "use more simdgroups, a smaller block_q or a smaller block_k",
-                       s.head_dim, s.head_dim_v, p.block_q, p.block_k, p.simdgroups, p.fragment_floats, p.row_tiles,
+                       s.head_dim, s.head_dim_v, p.block_q, p.block_k, p.simdgroups, p.fragment_registers, p.row_tiles,
                        limit));
 
   // Backward kernels stage block_q rows (q, dO) in dkdv and block_k rows (K, V) in dq.
@@ -326,19 +339,6 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
     const uint32_t p_bytes = spec::kv_quantized(s.kv_dtype) ? 4 : spec::dtype_bytes(s.dtype);
     reserved += p.simdgroups * (4 * 5 * rows + p_bytes * rows * p.block_k);
   }
-  // K and V are staged in their own type: half the threadgroup bytes of
-  // float32 tiles, so passes are twice as wide and the tile reads (a bound of
-  // the model) halve. simdgroup_matrix kernels load each fragment in that type
-  // (the MMA's documented signature shares one type among its operands) and
-  // widen it lane by lane; TensorOps kernels multiply 16-bit operands
-  // directly. The forward and decode widen bfloat once, as they stage it:
-  // widening bfloat is an integer shift where there is no bfloat hardware
-  // (M1, M2), and a fragment's elements would be widened once per row tile
-  // and pass instead of once per block. Quantized caches are dequantized to
-  // float32 as they are staged.
-  const bool widened_when_staged =
-      spec::kv_quantized(s.kv_dtype) || (!backward && !p.tensor_ops && s.dtype == spec::DType::bfloat16);
-  p.staged_bytes = widened_when_staged ? 4 : spec::dtype_bytes(s.dtype);
   // Threadgroup memory that lets kSaturationSimdgroupsPerCore simdgroups be
   // resident. A decode call may run a single simdgroup per threadgroup (one
   // query of a small GQA group), so decode kernels budget for that.

@@ -22,9 +22,10 @@ inline constexpr uint32_t kSimdWidth = 32;
 // sizes threadgroup memory so that that many can be resident.
 inline constexpr uint32_t kThreadgroupMemoryPerCore = 60 * 1024;
 inline constexpr uint32_t kSaturationSimdgroupsPerCore = 24;
-// Float32 fragment values one thread may keep live (q, o and score
-// fragments); past this a kernel would spill to device memory on every step.
-inline constexpr uint32_t kMaxFragmentFloatsPerThread = 512;
+// 32-bit registers of fragment values one thread may keep live (q, o and
+// score fragments; a 16-bit q fragment takes half a register per value);
+// past this a kernel would spill to device memory on every step.
+inline constexpr uint32_t kMaxFragmentRegistersPerThread = 512;
 // 32-bit registers one thread has (Dougall Johnson, Apple G13 GPU
 // Architecture Reference, 'Registers'; DESIGN.md section 14). Fragment
 // values past this are spilled by the compiler: the kernel still runs, more
@@ -65,7 +66,7 @@ struct KernelPlan {
   uint32_t d_passes = 0;        // passes over D per key block
   uint32_t dv_passes = 0;       // passes over Dv per key block
   uint32_t threadgroup_bytes = 0;  // static threadgroup memory of the kernel
-  uint32_t fragment_floats = 0;    // live float32 fragment values per thread
+  uint32_t fragment_registers = 0;  // 32-bit registers of live fragment values per thread
   bool tiles_from_table = false;
   uint32_t params_bytes = 0;       // sizeof the kernel's AttentionParams (its fields depend on the features)
   bool resident_tiles = false;     // two tiles: backward q and dO (K and V), q (K) staged once; forward K and V
@@ -90,7 +91,7 @@ inline constexpr uint32_t kCuSeqlensQIndex = 17, kCuSeqlensKIndex = 18;
 inline constexpr uint32_t kBlockTableIndex = 19, kCacheSeqlensIndex = 20;
 // Backward kernels keep more fragments live (q, dO, dQ or k, v, dK, dV);
 // past 256 head dims they spill, which costs speed, not correctness.
-inline constexpr uint32_t kMaxBackwardFragmentFloatsPerThread = 1024;
+inline constexpr uint32_t kMaxBackwardFragmentRegistersPerThread = 1024;
 
 // Plans one kernel. Throws spec::SpecError (the spec's file and JSON path)
 // for requests the generator cannot honour: kinds not implemented yet,
@@ -113,12 +114,10 @@ bool plain_forward_staging(const spec::KernelSpec& spec);
 // blocks).
 bool splits_key_blocks(const spec::KernelSpec& spec);
 
-// The tile table: (block_q, block_k, simdgroups) for a head dim, element
-// size and target family when the spec gives no tiles.
-spec::Tiles table_tiles(uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype, spec::Target target);
-// Decode kernels: rows are the few queries of a GQA group, so small query blocks.
-spec::Tiles decode_table_tiles(uint32_t head_dim, uint32_t head_dim_v);
-// Backward kernels: block_q and block_k are both row blocks of a kernel.
-spec::Tiles backward_table_tiles(uint32_t head_dim, uint32_t head_dim_v);
+// The tile table (tile_table.json, plan/tile_table.h): the tiles of the
+// first row that serves a kernel of this kind, widest head dim, element type
+// and target family, when the spec gives none.
+spec::Tiles table_tiles(spec::Kind kind, uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype,
+                        spec::Target target);
 
 }  // namespace mfagen::plan

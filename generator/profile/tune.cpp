@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "plan/kernel_plan.h"
+#include "plan/tile_table.h"
 #include "profile/chip_selection.h"
 #include "profile/spec_profile.h"
 
@@ -57,7 +58,7 @@ TuneResult tune_kernel(const spec::KernelSpec& spec, const plan::CostShape& shap
     const plan::KernelPlan p = plan::plan_kernel(candidate);
     TuneCandidate c;
     c.tiles = tiles;
-    c.fragment_floats = p.fragment_floats;
+    c.fragment_registers = p.fragment_registers;
     c.threadgroup_bytes = p.threadgroup_bytes;
     c.predictions = predict_on(profile_plan_call(p, shape, sample_threadgroups), chips).predictions;
     for (const Prediction& pr : c.predictions) c.total_seconds += pr.seconds;
@@ -75,7 +76,7 @@ nlohmann::json to_json(const TuneResult& r) {
     nlohmann::json seconds = nlohmann::json::object();
     for (const Prediction& p : c.predictions) seconds[p.chip] = p.seconds;
     candidates.push_back({{"tiles", tiles_json(c.tiles)},
-                          {"fragment_floats", c.fragment_floats},
+                          {"fragment_registers", c.fragment_registers},
                           {"threadgroup_bytes", c.threadgroup_bytes},
                           {"predicted_seconds", seconds},
                           {"total_seconds", c.total_seconds}});
@@ -96,11 +97,9 @@ void write_best_rows(nlohmann::json& table, const std::vector<TuneResult>& resul
     const std::string kind(spec::to_string(r.spec.kind));
     const uint32_t widest = std::max(r.spec.head_dim, r.spec.head_dim_v);
     nlohmann::json* row = nullptr;
-    // The row the planner would read: rows with a target serve that family only.
-    const std::string target(spec::to_string(r.spec.target));
+    // The row the planner would read (rows with a target or dtypes serve those only).
     for (nlohmann::json& candidate : table.at("rows"))
-      if (candidate.at("kind") == kind && widest <= candidate.at("max_head_dim").get<uint32_t>() &&
-          (!candidate.contains("target") || candidate.at("target") == target)) {
+      if (plan::table_row_serves(candidate, r.spec.kind, widest, r.spec.target, r.spec.dtype)) {
         row = &candidate;
         break;
       }

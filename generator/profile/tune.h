@@ -28,7 +28,7 @@ struct TuneGrid {
 
 struct TuneCandidate {
   spec::Tiles tiles;
-  uint32_t fragment_floats = 0;    // live float32 fragment values per thread (plan)
+  uint32_t fragment_registers = 0;  // 32-bit registers of live fragment values per thread (plan)
   uint32_t threadgroup_bytes = 0;  // static threadgroup memory (plan)
   std::vector<Prediction> predictions;  // one per chip, in the order asked
   double total_seconds = 0;             // summed over the chips

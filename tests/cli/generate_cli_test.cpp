@@ -136,14 +136,18 @@ TEST_F(GenerateCli, ListAndExplain) {
   // Fragment values past the registers a thread has are flagged (the model does not charge the spills);
   // the backward's limit is its own.
   const fs::path regs = dir_ / "regs.json";
-  std::ofstream(regs) << R"({"kernels": [{"dtype": "float16", "head_dim": 256},
+  std::ofstream(regs) << R"({"kernels": [{"dtype": "float32", "head_dim": 256},
                                           {"kind": "backward", "dtype": "float16", "head_dim": 64}]})";
   auto spills = mfagen({"explain", regs.string()});
   ASSERT_EQ(spills.exit_code, 0) << spills.err;
-  EXPECT_THAT(spills.out, HasSubstr("registers:           132 float32 fragment values per thread, limit 512; over "
+  EXPECT_THAT(spills.out, HasSubstr("registers:           132 32-bit registers of fragment values per thread, limit 512; "
+                                    "over "
                                     "the 128 registers a thread has, the compiler spills the rest"));
-  EXPECT_THAT(spills.out, HasSubstr("float32 fragment values per thread, limit 1024"));
-  EXPECT_THAT(resident.out, HasSubstr("registers:           80 float32 fragment values per thread, limit 512\n"));
+  EXPECT_THAT(spills.out, HasSubstr("registers of fragment values per thread, limit 1024"));
+    // q in half (one register per lane and d tile), O and the scores in float32:
+  // 2 row tiles x (8 + 2 x (8 + 4)).
+  EXPECT_THAT(resident.out, HasSubstr("registers:           64 32-bit registers of fragment values per thread, "
+                                      "limit 512\n"));
   // `list` spells key groups after the simdgroups: a spec's tiles, and what a manifest's table chose.
   auto listed = mfagen({"list", d64.string()});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;

@@ -49,12 +49,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "use block_k <= 512"},
         Refusal{R"({"dtype": "float16", "head_dim": 576, "head_dim_v": 512, "tiles": {"block_q": 128, "block_k": 16, "simdgroups": 1}})",
                 "p.json: tiles: attn_fwd_f16_d576_dv512_gqa_q128k16s1: head_dim 576 / head_dim_v 512 with block_q 128, "
-                "block_k 16, simdgroups 1 keep 4416 float32 fragment values per thread (16 query row tiles per "
-                "simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
+                "block_k 16, simdgroups 1 keep 3264 32-bit registers of fragment values per thread (16 query row "
+                "tiles per simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
         Refusal{R"({"dtype": "float32", "head_dim": 256, "tiles": {"block_q": 64, "block_k": 64, "simdgroups": 2}})",
                 "p.json: tiles: attn_fwd_f32_d256_gqa_q64k64s2: head_dim 256 / head_dim_v 256 with block_q 64, "
-                "block_k 64, simdgroups 2 keep 576 float32 fragment values per thread (4 query row tiles per "
-                "simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
+                "block_k 64, simdgroups 2 keep 576 32-bit registers of fragment values per thread (4 query row "
+                "tiles per simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
         Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"kind": "backward", "dtype": "float16", "head_dim": 64, "lse": false}]})",
                 "p.json: kernels[1].lse: attn_bwd_f16_d64_gqa_nolse: a backward kernel recomputes P from the "
                 "forward's lse: lse must be true"},
@@ -184,7 +184,19 @@ TEST(Plan, ExplicitTilesAreKept) {
   EXPECT_EQ(p.block_q, 64u);
   EXPECT_EQ(p.row_tiles, 4u);
   EXPECT_EQ(p.threads, 64u);
-  EXPECT_EQ(p.fragment_floats, 2u * 4 * (10 + 10 + 2));
+  // Per row tile and lane, two float32 registers per tile of q, O and the
+  // scores: a bfloat16 forward stages K, and keeps q, widened to float32.
+  EXPECT_EQ(p.fragment_registers, 4u * 2 * (10 + 10 + 2));
+}
+
+TEST(Plan, HalfQFragmentsTakeOneRegisterPerLane) {
+  // D 256 at 64x16x8, one row tile: q's 32 tiles, O's 32 and two of scores.
+  // Half q takes one register per tile and lane, so the kernel fits the 128
+  // registers a thread has; float32 q takes two.
+  const std::string tiles = R"("head_dim": 256, "tiles": {"block_q": 64, "block_k": 16, "simdgroups": 8}})";
+  EXPECT_EQ(plan_json(R"({"dtype": "float16", )" + tiles).fragment_registers, 32u + 2 * (32 + 2));
+  EXPECT_EQ(plan_json(R"({"dtype": "float32", )" + tiles).fragment_registers, 2u * (32 + 32 + 2));
+  EXPECT_LE(plan_json(R"({"dtype": "float16", )" + tiles).fragment_registers, kRegistersPerThread);
 }
 
 }  // namespace

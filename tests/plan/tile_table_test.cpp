@@ -20,22 +20,44 @@ TEST(TileTable, EveryHeadDimDtypeAndTargetPlansWithinLimits) {
         const KernelPlan p = plan_kernel(s);
         ASSERT_LE(p.threadgroup_bytes, kMaxThreadgroupBytes) << d;
         ASSERT_LE(p.threads, kMaxThreadsPerThreadgroup) << d;
-        ASSERT_LE(p.fragment_floats, kMaxFragmentFloatsPerThread) << d;
+        ASSERT_LE(p.fragment_registers, kMaxFragmentRegistersPerThread) << d;
         ASSERT_EQ(p.block_q % (8 * p.simdgroups), 0u) << d;
         ASSERT_GE(p.chunk * p.d_passes, d) << d;
         ASSERT_TRUE(p.tiles_from_table);
       }
 }
 
-TEST(TileTable, ForwardRowsAreOneTilePerSimdgroupOnEverySimdgroupMatrixFamily) {
-  // K and V are staged as float32 whatever the dtype, so neither the family
-  // nor the element type changes a row (docs/kernel_speed.md).
-  for (uint32_t d : {64u, 128u, 256u}) {
-    const spec::Tiles m1 = table_tiles(d, d, spec::DType::float16, spec::Target::apple7);
-    EXPECT_EQ(m1.block_q, 8 * m1.simdgroups) << d;
-    for (spec::Target t : {spec::Target::apple8, spec::Target::apple9})
-      for (spec::DType dt : {spec::DType::float16, spec::DType::bfloat16, spec::DType::float32})
-        EXPECT_EQ(table_tiles(d, d, dt, t), m1) << d;
+TEST(TileTable, ForwardRowsAreTheSameOnEverySimdgroupMatrixFamily) {
+  // The planner fits K/V passes to the staged element size, so the family
+  // does not change a row; bfloat16 and float32 (q in float32) share rows,
+  // and float16 has rows of its own where q's half fragments leave room for
+  // more row tiles or keys (docs/kernel_speed.md).
+  for (uint32_t d : {64u, 96u, 128u, 256u})
+    for (spec::DType dt : spec::kAllDTypes) {
+      const spec::Tiles m1 = table_tiles(spec::Kind::forward, d, d, dt, spec::Target::apple7);
+      for (spec::Target t : {spec::Target::apple8, spec::Target::apple9})
+        EXPECT_EQ(table_tiles(spec::Kind::forward, d, d, dt, t), m1) << d;
+      if (dt == spec::DType::float32)
+        EXPECT_EQ(m1, table_tiles(spec::Kind::forward, d, d, spec::DType::bfloat16, spec::Target::apple7)) << d;
+    }
+  const auto f16 = [](uint32_t d) { return table_tiles(spec::Kind::forward, d, d, spec::DType::float16, spec::Target::apple9); };
+  const auto bf16 = [](uint32_t d) { return table_tiles(spec::Kind::forward, d, d, spec::DType::bfloat16, spec::Target::apple9); };
+  EXPECT_EQ(f16(64), bf16(64));
+  EXPECT_EQ(f16(128), (spec::Tiles{64, 32, 8, 2}));
+  EXPECT_EQ(bf16(128), (spec::Tiles{64, 64, 8}));
+  EXPECT_EQ(f16(256), (spec::Tiles{64, 32, 8}));
+  EXPECT_EQ(bf16(256), (spec::Tiles{64, 16, 8}));
+}
+
+TEST(TileTable, Float16ForwardRowsKeepFragmentsWithinTheRegisters) {
+  // The float16 rows exist because half q fits: every table-tiled float16
+  // forward up to D 256 keeps its fragments within a thread's 128 registers.
+  for (uint32_t d = 1; d <= 256; ++d) {
+    spec::KernelSpec s;
+    s.name = "k";
+    s.dtype = spec::DType::float16;
+    s.head_dim = s.head_dim_v = d;
+    EXPECT_LE(plan_kernel(s).fragment_registers, kRegistersPerThread) << d;
   }
 }
 
@@ -43,9 +65,9 @@ TEST(TileTable, Apple10ForwardRowsAreTensorOpsTiles) {
   // apple10's forward kernels run on TensorOps (matmul2d) and have rows of
   // their own: whole 16-row fragments (MLX NAX's height) per simdgroup.
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
-    const spec::Tiles t = table_tiles(d, d, spec::DType::float16, spec::Target::apple10);
+    const spec::Tiles t = table_tiles(spec::Kind::forward, d, d, spec::DType::float16, spec::Target::apple10);
     EXPECT_EQ(t.block_q % (16 * t.simdgroups), 0u) << d;
-    EXPECT_NE(t, table_tiles(d, d, spec::DType::float16, spec::Target::apple9)) << d;
+    EXPECT_NE(t, table_tiles(spec::Kind::forward, d, d, spec::DType::float16, spec::Target::apple9)) << d;
   }
 }
 
@@ -79,7 +101,7 @@ TEST(TileTable, EveryHeadDimOfEveryKindHasAPlannableRow) {
 // as for a one-simdgroup kernel (the single-query case).
 TEST(TileTable, DecodeSimdgroupsOwnOneTileAndMemoryIsSizedForOne) {
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
-    const spec::Tiles t = decode_table_tiles(d, d);
+    const spec::Tiles t = table_tiles(spec::Kind::decode, d, d, spec::DType::float16, spec::Target::apple9);
     EXPECT_EQ(t.block_q, 8u * t.simdgroups) << d;
     spec::KernelSpec s;
     s.name = "decode";
@@ -95,9 +117,9 @@ TEST(TileTable, DecodeSimdgroupsOwnOneTileAndMemoryIsSizedForOne) {
 }
 
 TEST(TileTable, LargeHeadDimsTakeFewerKeysPerStep) {
-  EXPECT_GT(table_tiles(64, 64, spec::DType::float16, spec::Target::apple9).block_k,
-            table_tiles(256, 256, spec::DType::float16, spec::Target::apple9).block_k);
-  EXPECT_EQ(table_tiles(576, 512, spec::DType::float16, spec::Target::apple9), (spec::Tiles{16, 16, 2}));
+  EXPECT_GT(table_tiles(spec::Kind::forward, 64, 64, spec::DType::float16, spec::Target::apple9).block_k,
+            table_tiles(spec::Kind::forward, 256, 256, spec::DType::float16, spec::Target::apple9).block_k);
+  EXPECT_EQ(table_tiles(spec::Kind::forward, 576, 512, spec::DType::float16, spec::Target::apple9), (spec::Tiles{16, 16, 2}));
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+#pragma once
+// Which row of the tile table (tile_table.json) serves a kernel: shared by the
+// planner, which reads the embedded table, and `mfagen tune --write-table`,
+// which rewrites the row a tuned kernel falls in.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+
+#include "spec/kernel_spec.h"
+
+namespace mfagen::plan {
+
+// A row serves the kernels of its "kind" whose widest head dim is at most its
+// "max_head_dim"; a row with a "target" serves that family only, and one with
+// "dtypes" those element types only. The planner takes the first row that
+// serves a kernel, so specific rows go before general ones.
+bool table_row_serves(const nlohmann::json& row, spec::Kind kind, uint32_t widest_head_dim, spec::Target target,
+                      spec::DType dtype);
+
+}  // namespace mfagen::plan
