@@ -250,13 +250,11 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // mask_mod's block classes are computed first (DESIGN.md section 13).
   if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();
-  const spec::Tiles tiles = s.tiles.value_or(table_tiles(s.kind, s.head_dim, s.head_dim_v, s.dtype, s.target));
+  const spec::Tiles tiles = s.tiles.value_or(table_tiles(s));
   p.block_q = tiles.block_q;
   p.block_k = tiles.block_k;
   p.simdgroups = tiles.simdgroups;
-  // A table row's key groups serve the kernels that can split key blocks; the
-  // others of its head dims take the same tiles unsplit.
-  p.key_groups = p.tiles_from_table && !splits_key_blocks(s) ? 1 : tiles.key_groups;
+  p.key_groups = tiles.key_groups;  // table rows with key groups serve only kernels that split key blocks
 
   p.threads = p.simdgroups * kSimdWidth;
   if (p.threads > kMaxThreadsPerThreadgroup)

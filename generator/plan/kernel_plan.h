@@ -115,9 +115,9 @@ bool plain_forward_staging(const spec::KernelSpec& spec);
 bool splits_key_blocks(const spec::KernelSpec& spec);
 
 // The tile table (tile_table.json, plan/tile_table.h): the tiles of the
-// first row that serves a kernel of this kind, widest head dim, element type
-// and target family, when the spec gives none.
-spec::Tiles table_tiles(spec::Kind kind, uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype,
-                        spec::Target target);
+// first row that serves the kernel (its kind, widest head dim, and for some
+// rows its element type, target family or causal mode), when the spec gives
+// none.
+spec::Tiles table_tiles(const spec::KernelSpec& kernel);
 
 }  // namespace mfagen::plan

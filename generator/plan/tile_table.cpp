@@ -6,7 +6,8 @@
 // staging per MMA low, 24 simdgroups resident per core and a short dispatch
 // tail; up to D 80 the forward's simdgroups form two key groups of four,
 // each with two 8-row query tiles, so that every K/V fragment read feeds two
-// MMAs (kernels that cannot split key blocks take the same tiles unsplit).
+// MMAs (kernels that cannot split key blocks take the next row without key
+// groups: 64x64x8 up to D 128).
 // float16 does the same up to D 128 and stages 32 keys per simdgroup at
 // D 256: its q fragments are half, which leaves the registers for them;
 // bfloat16 and float32 keep q in float32 and take the general rows. Decode is
@@ -44,31 +45,38 @@ const nlohmann::json& table_rows() {
   return rows;
 }
 
-}  // namespace
-
-bool table_row_serves(const nlohmann::json& row, spec::Kind kind, uint32_t widest_head_dim, spec::Target target,
-                      spec::DType dtype) {
-  if (named(spec::kAllKinds, row.at("kind").get<std::string>(), "kind") != kind) return false;
-  if (widest_head_dim > row.at("max_head_dim").get<uint32_t>()) return false;
-  if (row.contains("target") && named(spec::kAllTargets, row.at("target").get<std::string>(), "target") != target)
-    return false;
-  if (!row.contains("dtypes")) return true;
-  for (const nlohmann::json& d : row.at("dtypes"))
-    if (named(spec::kAllDTypes, d.get<std::string>(), "dtype") == dtype) return true;
+// A row's optional list field (`dtypes`, `causal`) admits the kernel's value.
+template <class Value, size_t N>
+bool admits(const nlohmann::json& row, const char* field, const std::array<Value, N>& all, Value value) {
+  if (!row.contains(field)) return true;
+  for (const nlohmann::json& name : row.at(field))
+    if (named(all, name.get<std::string>(), field) == value) return true;
   return false;
 }
 
-spec::Tiles table_tiles(spec::Kind kind, uint32_t head_dim, uint32_t head_dim_v, spec::DType dtype,
-                        spec::Target target) {
-  const uint32_t widest = std::max(head_dim, head_dim_v);
+}  // namespace
+
+bool table_row_serves(const nlohmann::json& row, const spec::KernelSpec& k) {
+  const bool kind = named(spec::kAllKinds, row.at("kind").get<std::string>(), "kind") == k.kind;
+  const bool head_dim = std::max(k.head_dim, k.head_dim_v) <= row.at("max_head_dim").get<uint32_t>();
+  const bool target =
+      !row.contains("target") || named(spec::kAllTargets, row.at("target").get<std::string>(), "target") == k.target;
+  // Rows with key groups serve the kernels that can split key blocks; the
+  // others (paged and quantized caches, mask_mod) go on to the next row.
+  const bool key_groups = row.at("tiles").value("key_groups", 1u) == 1 || splits_key_blocks(k);
+  return kind && head_dim && target && key_groups && admits(row, "dtypes", spec::kAllDTypes, k.dtype) &&
+         admits(row, "causal", spec::kAllCausals, k.causal);
+}
+
+spec::Tiles table_tiles(const spec::KernelSpec& k) {
   for (const nlohmann::json& row : table_rows())
-    if (table_row_serves(row, kind, widest, target, dtype)) {
+    if (table_row_serves(row, k)) {
       const nlohmann::json& t = row.at("tiles");
       return {t.at("block_q").get<uint32_t>(), t.at("block_k").get<uint32_t>(), t.at("simdgroups").get<uint32_t>(),
               t.value("key_groups", 1u)};
     }
-  throw std::logic_error(
-      fmt::format("tile_table.json has no {} row for head dim {}", spec::to_string(kind), widest));
+  throw std::logic_error(fmt::format("tile_table.json has no {} row for head dim {}", spec::to_string(k.kind),
+                                     std::max(k.head_dim, k.head_dim_v)));
 }
 
 }  // namespace mfagen::plan

@@ -4,17 +4,16 @@
 // which rewrites the row a tuned kernel falls in.
 #include <nlohmann/json_fwd.hpp>
 
-#include <cstdint>
-
 #include "spec/kernel_spec.h"
 
 namespace mfagen::plan {
 
 // A row serves the kernels of its "kind" whose widest head dim is at most its
-// "max_head_dim"; a row with a "target" serves that family only, and one with
-// "dtypes" those element types only. The planner takes the first row that
-// serves a kernel, so specific rows go before general ones.
-bool table_row_serves(const nlohmann::json& row, spec::Kind kind, uint32_t widest_head_dim, spec::Target target,
-                      spec::DType dtype);
+// "max_head_dim"; a row with a "target" serves that family only, one with
+// "dtypes" those element types only, one with "causal" those causal modes
+// only, and one with key groups the kernels that can split key blocks only.
+// The planner takes the first row that serves a kernel, so specific rows go
+// before general ones.
+bool table_row_serves(const nlohmann::json& row, const spec::KernelSpec& kernel);
 
 }  // namespace mfagen::plan

@@ -97,9 +97,9 @@ void write_best_rows(nlohmann::json& table, const std::vector<TuneResult>& resul
     const std::string kind(spec::to_string(r.spec.kind));
     const uint32_t widest = std::max(r.spec.head_dim, r.spec.head_dim_v);
     nlohmann::json* row = nullptr;
-    // The row the planner would read (rows with a target or dtypes serve those only).
+    // The row the planner would read (rows with a target, dtypes or causal modes serve those only).
     for (nlohmann::json& candidate : table.at("rows"))
-      if (plan::table_row_serves(candidate, r.spec.kind, widest, r.spec.target, r.spec.dtype)) {
+      if (plan::table_row_serves(candidate, r.spec)) {
         row = &candidate;
         break;
       }

@@ -114,13 +114,13 @@ TEST_F(GenerateCli, ListAndExplain) {
                          "--heads-q", "1", "--heads-kv", "1"});
   ASSERT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_THAT(explain.out, HasSubstr("threadgroup memory:  16384 bytes of the 32768-byte limit"));
-  // The table's D 64 row: two key groups of four simdgroups, 16 rows each.
-  EXPECT_THAT(explain.out, HasSubstr("tiles:               block_q 64, block_k 64, simdgroups 8, key_groups 2 (from "
+  // The table's causal D 64 row: two key groups of four simdgroups, 16 rows each.
+  EXPECT_THAT(explain.out, HasSubstr("tiles:               block_q 64, block_k 32, simdgroups 8, key_groups 2 (from "
                                      "the tile table for D 64 on apple9)"));
   EXPECT_THAT(explain.out, HasSubstr("row tiles:           2 per simdgroup (16 query rows each); 2 key groups of 4 "
-                                     "simdgroups take 64 keys each of every 128-key staged block and merge after "
+                                     "simdgroups take 32 keys each of every 64-key staged block and merge after "
                                      "the last"));
-  EXPECT_THAT(explain.out, HasSubstr("136 visited of 256"));  // causal: 1 + 2 + ... + 16 key blocks
+  EXPECT_THAT(explain.out, HasSubstr("272 visited of 512"));  // causal: 2 + 4 + ... + 32 staged key blocks
   EXPECT_THAT(explain.out, HasSubstr("products:            simdgroup_matrix 8x8 MMAs"));
   EXPECT_THAT(explain.out, HasSubstr("staging:             float16 tiles; K and V take turns in one tile"));
   // D 64 with 2 x 32 keys staged per step: K and V fit a tile each; bfloat
@@ -157,8 +157,12 @@ TEST_F(GenerateCli, ListAndExplain) {
   auto manifest = mfagen({"list", (out / "manifest.json").string()});
   ASSERT_EQ(manifest.exit_code, 0) << manifest.err;
   EXPECT_THAT(manifest.out, HasSubstr("attn_fwd_f16_d64_causal_br_gqa       forward  float16   D=64 Dv=64    "
-                                      "causal=bottom_right  gqa=yes  lse=yes  tiles=table:64x64x8/2"));
-  EXPECT_THAT(manifest.out, HasSubstr("tiles=table:64x64x8    apple9"));  // D 128: one group
+                                      "causal=bottom_right  gqa=yes  lse=yes  tiles=table:64x32x8/2"));
+  // D 128: two groups for float16 (half q), one for bfloat16.
+  EXPECT_THAT(manifest.out, HasSubstr("attn_fwd_f16_d128_gqa                forward  float16   D=128 Dv=128  "
+                                      "causal=none          gqa=yes  lse=yes  tiles=table:64x32x8/2"));
+  EXPECT_THAT(manifest.out, HasSubstr("attn_fwd_bf16_d128_gqa               forward  bfloat16  D=128 Dv=128  "
+                                      "causal=none          gqa=yes  lse=yes  tiles=table:64x64x8    apple9"));
   auto bad = mfagen({"explain", spec, "--heads-q", "6", "--heads-kv", "4"});
   EXPECT_EQ(bad.exit_code, 1);
 

@@ -163,10 +163,13 @@ TEST_F(ProfileCli, TuneRanksTileRowsAndRecordsTheCommand) {
   std::ifstream original_in(fs::path(MFAGEN_SOURCE_DIR) / "generator" / "plan" / "tile_table.json");
   const nlohmann::json original = nlohmann::json::parse(original_in)["rows"];
   ASSERT_EQ(rows.size(), original.size());
-  // The kernel (target apple9) falls in the first forward row without a
-  // target; the rows of other targets (apple10's TensorOps rows) stay.
+  // The kernel (float16, apple9, no mask) falls in the first forward row
+  // for every target and causal mode; the rows of other targets (apple10's
+  // TensorOps rows) and of causal kernels stay.
   size_t tuned = 0;
-  while (tuned < rows.size() && (rows[tuned]["kind"] != "forward" || rows[tuned].contains("target"))) ++tuned;
+  while (tuned < rows.size() &&
+         (rows[tuned]["kind"] != "forward" || rows[tuned].contains("target") || rows[tuned].contains("causal")))
+    ++tuned;
   ASSERT_LT(tuned + 1, rows.size());
   EXPECT_EQ(rows[tuned]["tiles"], (nlohmann::json{{"block_q", 16}, {"block_k", 16}, {"simdgroups", 2}}));
   EXPECT_THAT(rows[tuned]["source"].get<std::string>(), HasSubstr("mfagen tune"));

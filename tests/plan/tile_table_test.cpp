@@ -1,11 +1,25 @@
 // The tile table: every head dim, dtype and target it can be asked for plans
 // within the limits, and families differ as DESIGN.md section 4 says.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "plan/kernel_plan.h"
+#include "spec/spec_parser.h"
 
 namespace mfagen::plan {
 namespace {
+
+// The table's tiles for a kernel of this kind, head dim (D = Dv), dtype, target and causal mode.
+spec::Tiles tiles_for(spec::Kind kind, uint32_t d, spec::DType dtype, spec::Target target,
+                      spec::Causal causal = spec::Causal::none) {
+  spec::KernelSpec s;
+  s.kind = kind;
+  s.head_dim = s.head_dim_v = d;
+  s.dtype = dtype;
+  s.target = target;
+  s.causal = causal;
+  return table_tiles(s);
+}
 
 TEST(TileTable, EveryHeadDimDtypeAndTargetPlansWithinLimits) {
   for (spec::Target target : spec::kAllTargets)
@@ -34,19 +48,54 @@ TEST(TileTable, ForwardRowsAreTheSameOnEverySimdgroupMatrixFamily) {
   // more row tiles or keys (docs/kernel_speed.md).
   for (uint32_t d : {64u, 96u, 128u, 256u})
     for (spec::DType dt : spec::kAllDTypes) {
-      const spec::Tiles m1 = table_tiles(spec::Kind::forward, d, d, dt, spec::Target::apple7);
+      const spec::Tiles m1 = tiles_for(spec::Kind::forward, d, dt, spec::Target::apple7);
       for (spec::Target t : {spec::Target::apple8, spec::Target::apple9})
-        EXPECT_EQ(table_tiles(spec::Kind::forward, d, d, dt, t), m1) << d;
+        EXPECT_EQ(tiles_for(spec::Kind::forward, d, dt, t), m1) << d;
       if (dt == spec::DType::float32)
-        EXPECT_EQ(m1, table_tiles(spec::Kind::forward, d, d, spec::DType::bfloat16, spec::Target::apple7)) << d;
+        EXPECT_EQ(m1, tiles_for(spec::Kind::forward, d, spec::DType::bfloat16, spec::Target::apple7)) << d;
     }
-  const auto f16 = [](uint32_t d) { return table_tiles(spec::Kind::forward, d, d, spec::DType::float16, spec::Target::apple9); };
-  const auto bf16 = [](uint32_t d) { return table_tiles(spec::Kind::forward, d, d, spec::DType::bfloat16, spec::Target::apple9); };
+  const auto f16 = [](uint32_t d) {
+    return tiles_for(spec::Kind::forward, d, spec::DType::float16, spec::Target::apple9);
+  };
+  const auto bf16 = [](uint32_t d) {
+    return tiles_for(spec::Kind::forward, d, spec::DType::bfloat16, spec::Target::apple9);
+  };
   EXPECT_EQ(f16(64), bf16(64));
   EXPECT_EQ(f16(128), (spec::Tiles{64, 32, 8, 2}));
   EXPECT_EQ(bf16(128), (spec::Tiles{64, 64, 8}));
   EXPECT_EQ(f16(256), (spec::Tiles{64, 32, 8}));
   EXPECT_EQ(bf16(256), (spec::Tiles{64, 16, 8}));
+}
+
+TEST(TileTable, CausalForwardRowsServeBothDiagonalsOnly) {
+  // Causal D 64 stages 64 keys (two groups of 32), where the unmasked
+  // forward stages 128: fewer keys checked one by one in each diagonal block.
+  for (spec::DType dt : spec::kAllDTypes)
+    for (spec::Causal c : {spec::Causal::top_left, spec::Causal::bottom_right}) {
+      EXPECT_EQ(tiles_for(spec::Kind::forward, 64, dt, spec::Target::apple9, c), (spec::Tiles{64, 32, 8, 2}));
+      EXPECT_EQ(tiles_for(spec::Kind::forward, 64, dt, spec::Target::apple9), (spec::Tiles{64, 64, 8, 2}));
+      // Other kinds and head dims keep their rows.
+      EXPECT_EQ(tiles_for(spec::Kind::forward, 128, dt, spec::Target::apple9, c),
+                tiles_for(spec::Kind::forward, 128, dt, spec::Target::apple9));
+      EXPECT_EQ(tiles_for(spec::Kind::backward, 64, dt, spec::Target::apple9, c),
+                tiles_for(spec::Kind::backward, 64, dt, spec::Target::apple9));
+    }
+}
+
+TEST(TileTable, KernelsThatCannotSplitKeyBlocksTakeTheNextRowWithoutKeyGroups) {
+  // Paged and quantized caches and mask_mod skip the rows with key groups
+  // (D 64 causal and not, D 80, float16 to D 128) for the general D 128 row.
+  for (const char* extra : {R"("kv_cache": "paged")", R"("kv_dtype": "fp8_e4m3")", R"("mask_mod": "kv_idx < 8")"})
+    for (const char* dtype : {"float16", "bfloat16"})
+      for (uint32_t d : {64u, 80u, 128u})
+        for (const char* causal : {"none", "bottom_right"}) {
+          const std::string spec = fmt::format(R"({{"dtype": "{}", "head_dim": {}, "causal": "{}", {}}})", dtype, d,
+                                               causal, extra);
+          const KernelPlan p = plan_kernel(spec::parse_spec_text(spec, "t.json").front());
+          EXPECT_EQ(p.key_groups, 1u) << spec;
+          EXPECT_EQ(p.block_k, 64u) << spec;
+          EXPECT_EQ(p.block_q, 64u) << spec;
+        }
 }
 
 TEST(TileTable, Float16ForwardRowsKeepFragmentsWithinTheRegisters) {
@@ -65,9 +114,9 @@ TEST(TileTable, Apple10ForwardRowsAreTensorOpsTiles) {
   // apple10's forward kernels run on TensorOps (matmul2d) and have rows of
   // their own: whole 16-row fragments (MLX NAX's height) per simdgroup.
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
-    const spec::Tiles t = table_tiles(spec::Kind::forward, d, d, spec::DType::float16, spec::Target::apple10);
+    const spec::Tiles t = tiles_for(spec::Kind::forward, d, spec::DType::float16, spec::Target::apple10);
     EXPECT_EQ(t.block_q % (16 * t.simdgroups), 0u) << d;
-    EXPECT_NE(t, table_tiles(spec::Kind::forward, d, d, spec::DType::float16, spec::Target::apple9)) << d;
+    EXPECT_NE(t, tiles_for(spec::Kind::forward, d, spec::DType::float16, spec::Target::apple9)) << d;
   }
 }
 
@@ -101,7 +150,7 @@ TEST(TileTable, EveryHeadDimOfEveryKindHasAPlannableRow) {
 // as for a one-simdgroup kernel (the single-query case).
 TEST(TileTable, DecodeSimdgroupsOwnOneTileAndMemoryIsSizedForOne) {
   for (uint32_t d : {64u, 128u, 256u, 576u}) {
-    const spec::Tiles t = table_tiles(spec::Kind::decode, d, d, spec::DType::float16, spec::Target::apple9);
+    const spec::Tiles t = tiles_for(spec::Kind::decode, d, spec::DType::float16, spec::Target::apple9);
     EXPECT_EQ(t.block_q, 8u * t.simdgroups) << d;
     spec::KernelSpec s;
     s.name = "decode";
@@ -117,9 +166,9 @@ TEST(TileTable, DecodeSimdgroupsOwnOneTileAndMemoryIsSizedForOne) {
 }
 
 TEST(TileTable, LargeHeadDimsTakeFewerKeysPerStep) {
-  EXPECT_GT(table_tiles(spec::Kind::forward, 64, 64, spec::DType::float16, spec::Target::apple9).block_k,
-            table_tiles(spec::Kind::forward, 256, 256, spec::DType::float16, spec::Target::apple9).block_k);
-  EXPECT_EQ(table_tiles(spec::Kind::forward, 576, 512, spec::DType::float16, spec::Target::apple9), (spec::Tiles{16, 16, 2}));
+  EXPECT_GT(tiles_for(spec::Kind::forward, 64, spec::DType::float16, spec::Target::apple9).block_k,
+            tiles_for(spec::Kind::forward, 256, spec::DType::float16, spec::Target::apple9).block_k);
+  EXPECT_EQ(tiles_for(spec::Kind::forward, 576, spec::DType::float16, spec::Target::apple9), (spec::Tiles{16, 16, 2}));
 }
 
 }  // namespace
