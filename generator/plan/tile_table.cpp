@@ -8,8 +8,8 @@
 // each with two 8-row query tiles, so that every K/V fragment read feeds two
 // MMAs (kernels that cannot split key blocks take the next row without key
 // groups: 64x64x8 up to D 128).
-// float16 does the same up to D 128 and stages 32 keys per simdgroup at
-// D 256: its q fragments are half, which leaves the registers for them;
+// float16 does the same up to D 128 and stages 64 keys at D 256: its q
+// fragments are half, which leaves the registers for them;
 // bfloat16 and float32 keep q in float32 and take the general rows. Decode is
 // one 8-row simdgroup split over many threadgroups. Families share rows: the
 // planner fits K/V passes to the staged element size.

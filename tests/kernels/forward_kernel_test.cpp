@@ -60,6 +60,12 @@ std::vector<ForwardCase> matrix() {
   cases.push_back(with(kF16, 32, 0, kBottomRight, 128, 1000));
   cases.push_back(with(kF16, 16, 0, kTopLeft, 1000, 1000));
   cases.push_back(with(kF32, 16, 0, kNone, 1000, 1000));
+  // The float16 table rows with half q fragments, over several key blocks and
+  // query blocks: D 96 and 128 (64x32x8, two key groups), D 256 (64x64x8).
+  cases.push_back(with(kF16, 96, 0, kNone, 70, 150));
+  cases.push_back(with(kF16, 128, 0, kBottomRight, 130, 150));
+  cases.push_back(with(kF16, 256, 0, kNone, 65, 130));
+  cases.push_back(with(kF16, 256, 0, kTopLeft, 130, 140));
   // Explicit tiles (several row tiles per simdgroup, one simdgroup) and the
   // tables of every target family.
   for (spec::Tiles t : {spec::Tiles{64, 16, 2}, spec::Tiles{8, 8, 1}, spec::Tiles{128, 64, 4}}) {

@@ -63,7 +63,7 @@ TEST(TileTable, ForwardRowsAreTheSameOnEverySimdgroupMatrixFamily) {
   EXPECT_EQ(f16(64), bf16(64));
   EXPECT_EQ(f16(128), (spec::Tiles{64, 32, 8, 2}));
   EXPECT_EQ(bf16(128), (spec::Tiles{64, 64, 8}));
-  EXPECT_EQ(f16(256), (spec::Tiles{64, 32, 8}));
+  EXPECT_EQ(f16(256), (spec::Tiles{64, 64, 8}));
   EXPECT_EQ(bf16(256), (spec::Tiles{64, 16, 8}));
 }
 
@@ -166,8 +166,12 @@ TEST(TileTable, DecodeSimdgroupsOwnOneTileAndMemoryIsSizedForOne) {
 }
 
 TEST(TileTable, LargeHeadDimsTakeFewerKeysPerStep) {
-  EXPECT_GT(tiles_for(spec::Kind::forward, 64, spec::DType::float16, spec::Target::apple9).block_k,
-            tiles_for(spec::Kind::forward, 256, spec::DType::float16, spec::Target::apple9).block_k);
+  // Keys staged per step: block_k for each of the key groups.
+  for (spec::DType dt : spec::kAllDTypes) {
+    const spec::Tiles d64 = tiles_for(spec::Kind::forward, 64, dt, spec::Target::apple9);
+    const spec::Tiles d256 = tiles_for(spec::Kind::forward, 256, dt, spec::Target::apple9);
+    EXPECT_GT(d64.block_k * d64.key_groups, d256.block_k * d256.key_groups) << spec::to_string(dt);
+  }
   EXPECT_EQ(tiles_for(spec::Kind::forward, 576, spec::DType::float16, spec::Target::apple9), (spec::Tiles{16, 16, 2}));
 }
 
