@@ -319,8 +319,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   if (p.fragment_registers > limit)
     refuse(s, "tiles",
            fmt::format("head_dim {} / head_dim_v {} with block_q {}, block_k {}, simdgroups {} keep {} 32-bit "
-                       "registers of fragment values per thread ({} query row tiles per simdgroup), over the limit of {}; "
-                       "use more simdgroups, a smaller block_q or a smaller block_k",
+                       "registers of fragment values per thread ({} query row tiles per simdgroup), over the limit "
+                       "of {}; use more simdgroups, a smaller block_q or a smaller block_k",
                        s.head_dim, s.head_dim_v, p.block_q, p.block_k, p.simdgroups, p.fragment_registers, p.row_tiles,
                        limit));
 

@@ -1,18 +1,18 @@
 // The planner's default tiles (DESIGN.md section 4): rows of data in
 // tile_table.json, embedded at configure time, keyed by kernel kind, the
-// widest head dim and, for some rows, the dtype or target family. How the rows were chosen (and how `mfagen tune` rewrites
-// them) is in that file and in docs/kernel_speed.md. In short: eight
-// simdgroups share each staged K/V (q/dO) tile up to D 256, which keeps
-// staging per MMA low, 24 simdgroups resident per core and a short dispatch
-// tail; up to D 80 the forward's simdgroups form two key groups of four,
-// each with two 8-row query tiles, so that every K/V fragment read feeds two
-// MMAs (kernels that cannot split key blocks take the next row without key
-// groups: 64x64x8 up to D 128).
-// float16 does the same up to D 128 and stages 64 keys at D 256: its q
-// fragments are half, which leaves the registers for them;
-// bfloat16 and float32 keep q in float32 and take the general rows. Decode is
-// one 8-row simdgroup split over many threadgroups. Families share rows: the
-// planner fits K/V passes to the staged element size.
+// widest head dim and, for some rows, the dtype, target family or causal
+// mode (plan/tile_table.h). How the rows were chosen (and how `mfagen tune`
+// rewrites them) is in that file and in docs/kernel_speed.md. In short:
+// eight simdgroups share each staged K/V (q/dO) tile up to D 256, which
+// keeps staging per MMA low, 24 simdgroups resident per core and a short
+// dispatch tail. Up to D 80 the forward's simdgroups form two key groups of
+// four, each with two 8-row query tiles, so that every K/V fragment read
+// feeds two MMAs; float16 does the same up to D 128 and stages 64 keys at
+// D 256, because its q fragments are half and leave the registers for them.
+// Causal D 64 stages fewer keys per step than the unmasked forward. Kernels
+// that cannot split key blocks take the next row without key groups (64x64x8
+// up to D 128). Decode is one 8-row simdgroup split over many threadgroups.
+// Families share rows: the planner fits K/V passes to the staged element size.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

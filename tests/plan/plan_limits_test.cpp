@@ -50,11 +50,13 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{R"({"dtype": "float16", "head_dim": 576, "head_dim_v": 512, "tiles": {"block_q": 128, "block_k": 16, "simdgroups": 1}})",
                 "p.json: tiles: attn_fwd_f16_d576_dv512_gqa_q128k16s1: head_dim 576 / head_dim_v 512 with block_q 128, "
                 "block_k 16, simdgroups 1 keep 3264 32-bit registers of fragment values per thread (16 query row "
-                "tiles per simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
+                "tiles per simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a "
+                "smaller block_k"},
         Refusal{R"({"dtype": "float32", "head_dim": 256, "tiles": {"block_q": 64, "block_k": 64, "simdgroups": 2}})",
                 "p.json: tiles: attn_fwd_f32_d256_gqa_q64k64s2: head_dim 256 / head_dim_v 256 with block_q 64, "
                 "block_k 64, simdgroups 2 keep 576 32-bit registers of fragment values per thread (4 query row "
-                "tiles per simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a smaller block_k"},
+                "tiles per simdgroup), over the limit of 512; use more simdgroups, a smaller block_q or a "
+                "smaller block_k"},
         Refusal{R"({"kernels": [{"dtype": "float16", "head_dim": 64}, {"kind": "backward", "dtype": "float16", "head_dim": 64, "lse": false}]})",
                 "p.json: kernels[1].lse: attn_bwd_f16_d64_gqa_nolse: a backward kernel recomputes P from the "
                 "forward's lse: lse must be true"},
