@@ -62,7 +62,7 @@ std::string tiles_text(const spec::Tiles& t) {
 void print_result(const profile::TuneResult& r, uint32_t top) {
   fmt::print("{}  ({})\n", r.spec.name, r.spec.origin.file);
   std::vector<TextRow> rows;
-  TextRow header = {"rank", "tiles (q x k x simdgroups[/key groups])", "fragments", "threadgroup memory"};
+  TextRow header = {"rank", "tiles (q x k x simdgroups[/key groups])", "fragment registers", "threadgroup memory"};
   if (!r.ranked.empty())
     for (const profile::Prediction& p : r.ranked.front().predictions) header.push_back(p.chip);
   header.push_back("total");
