@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 
+#include "profile/calibration.h"
 #include "backend_choice.h"
 #include "commands.h"
 #include "errors.h"
@@ -99,8 +100,9 @@ int run_bench_command(const BenchArgs& args) {
   const std::string backend_text = describe_backend(*backend, false);
   const selftest::BenchLabels labels{
       measured_time_label(*backend),
-      fmt::format("model prediction for {} ({}) by mfagen's cost model (docs/cost_model.md), not a measurement",
-                  chip.chip.name, chip.why),
+      fmt::format("model prediction for {} ({}) by mfagen's cost model (docs/cost_model.md), not a measurement; "
+                  "calibration: {}",
+                  chip.chip.name, chip.why, profile::band_text(chip.chip.name, profile::Bound::compute)),
       backend->measures_gpu_time()};
 
   const std::vector<selftest::BenchCase> cases = selftest::builtin_bench(args.quick);

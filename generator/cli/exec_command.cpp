@@ -46,6 +46,8 @@ struct ExecArgs {
   bool profile = false;
   std::string name;           // profile: the kernel's label in reports
   double useful_flops = 0;    // profile: FLOPs that count for TFLOPS and utilization
+  uint32_t registers = 0;     // profile: 32-bit registers per thread from the kernel's tiles (0: unstated)
+  uint32_t mma_chains = 0;    // profile: independent MMA accumulator chains per simdgroup (0: unstated)
   ProfileOutputArgs profile_output;
 };
 
@@ -165,6 +167,8 @@ void report_exec_profile(const ExecArgs& args, const cpu::LaunchOptions& launch,
                            dim3_text(launch.threads_per_threadgroup));
   work.useful_flops = args.useful_flops;
   work.launches.push_back(profile::to_launch_work(shape, counted));
+  work.launches.back().registers_per_thread = args.registers;
+  work.launches.back().mma_chains = args.mma_chains;
   report_profiles({std::move(work)}, args.profile_output, "mfagen exec --profile");
 }
 
@@ -281,6 +285,13 @@ void register_exec_command(CLI::App& app, CommandAction& action) {
   exec->add_option("--useful-flops", args->useful_flops,
                    "--profile: FLOPs that count for TFLOPS (default: the counted MMA and FMA FLOPs)")
       ->check(CLI::NonNegativeNumber);
+  exec->add_option("--registers", args->registers,
+                   "--profile: 32-bit registers per thread, from the kernel's tiles (fragments + scalars); "
+                   "limits residency on Apple7/8 and the on-chip pool on Apple9+ (default: unstated, no limit)")
+      ->check(CLI::Range(0, 1024));
+  exec->add_option("--mma-chains", args->mma_chains,
+                   "--profile: independent MMA accumulator tiles per simdgroup (latency hiding; default: 2)")
+      ->check(CLI::Range(0, 4096));
   add_profile_output_options(*exec, args->profile_output);
 
   exec->callback([args, &action] { action = [args] { return run_exec(*args); }; });

@@ -16,6 +16,7 @@
 #include "plan/dispatch_info.h"
 #include "plan/forward_cost.h"
 #include "plan/kernel_plan.h"
+#include "profile/calibration.h"
 #include "profile/chip_selection.h"
 #include "profile/profile_json.h"
 #include "profile/spec_profile.h"
@@ -238,9 +239,9 @@ std::vector<TextRow> profile_rows(const plan::KernelPlan& p, const plan::CostSha
   std::vector<TextRow> rows;
   for (const profile::Prediction& pr : k.predictions)
     rows.push_back({"predicted " + pr.chip,
-                    fmt::format("{} ({:.2f} TFLOPS, {:.1f}% of peak, bound: {}) — cost model, not measured",
+                    fmt::format("{} ({:.2f} TFLOPS, {:.1f}% of peak, bound: {}) — cost model, not measured ({})",
                                 profile::format_seconds(pr.seconds), pr.tflops, 100 * pr.utilization,
-                                profile::to_string(pr.bound))});
+                                profile::to_string(pr.bound), profile::band_text(pr.chip, pr.bound))});
   return rows;
 }
 

@@ -25,6 +25,7 @@ const std::vector<ChipField>& chip_fields() {
       {"mma_cycles_f16", &Chip::mma_cycles_f16, "cycles per simdgroup 8x8x8 MMA, half operands"},
       {"mma_cycles_bf16", &Chip::mma_cycles_bf16, "cycles per simdgroup 8x8x8 MMA, bfloat operands"},
       {"mma_cycles_f32", &Chip::mma_cycles_f32, "cycles per simdgroup 8x8x8 MMA, float operands"},
+      {"mma_latency_cycles", &Chip::mma_latency_cycles, "cycles from issue to result of a simdgroup 8x8x8 MMA"},
       {"transcendental_cycles", &Chip::transcendental_cycles, "cycles per exp2/log2 (complex pipe)"},
       {"tanh_cycles", &Chip::tanh_cycles, "cycles per tanh (complex pipe)"},
       {"rsqrt_cycles", &Chip::rsqrt_cycles, "cycles per rsqrt (complex pipe)"},
@@ -33,6 +34,9 @@ const std::vector<ChipField>& chip_fields() {
       {"sqrt_cycles", &Chip::sqrt_cycles, "cycles per sqrt (complex pipe)"},
       {"int_mul_cycles", &Chip::int_mul_cycles, "cycles per 32-bit integer multiply"},
       {"int_divide_cycles", &Chip::int_divide_cycles, "cycles per integer divide/remainder"},
+      {"bf16_widen_cycles", &Chip::bf16_widen_cycles, "cycles per bfloat -> float widening (0: free)", false, true},
+      {"int_fp16_coissue", &Chip::int_fp16_coissue,
+       "1 if integer and FP16 instructions issue beside FP32 instructions, else 0", false, true},
       {"dram_bandwidth_gbs", &Chip::dram_bandwidth_gbs, "DRAM bandwidth, GB/s"},
       {"cache_bandwidth_gbs", &Chip::cache_bandwidth_gbs, "bandwidth of re-read bytes hitting L2/SLC, GB/s"},
       {"threadgroup_memory_bytes_per_core", &Chip::threadgroup_memory_bytes_per_core,
@@ -47,6 +51,8 @@ const std::vector<ChipField>& chip_fields() {
       {"max_threads_per_core", &Chip::max_threads_per_core, "resident threads per core"},
       {"saturation_simdgroups_per_core", &Chip::saturation_simdgroups_per_core,
        "resident simdgroups that saturate the ALUs"},
+      {"dynamic_caching", &Chip::dynamic_caching,
+       "1 if registers and threadgroup memory share one on-chip pool (Dynamic Caching), else 0", false, true},
       {"barrier_cycles", &Chip::barrier_cycles, "cycles per threadgroup_barrier per simdgroup"},
       {"simd_shuffle_cycles", &Chip::simd_shuffle_cycles, "cycles per simd shuffle/broadcast"},
       {"simd_reduce_cycles", &Chip::simd_reduce_cycles, "cycles per simd reduction"},
@@ -99,9 +105,11 @@ void parse_field(const json& doc, std::string_view file, const ChipField& f, Chi
   }
   auto value = v.find("value");
   if (value == v.end()) fail(file, path + "/value", "missing, expected a number > 0");
-  if (!value->is_number()) fail(file, path + "/value", fmt::format("expected a number > 0, found {}", value->dump()));
+  const char* expected = f.zero_allowed ? "a number >= 0" : "a number > 0";
+  if (!value->is_number()) fail(file, path + "/value", fmt::format("expected {}, found {}", expected, value->dump()));
   const double x = value->get<double>();
-  if (!(x > 0)) fail(file, path + "/value", fmt::format("expected a number > 0, found {}", value->dump()));
+  if (!(f.zero_allowed ? x >= 0 : x > 0))
+    fail(file, path + "/value", fmt::format("expected {}, found {}", expected, value->dump()));
   auto source = v.find("source");
   if (source == v.end())
     fail(file, path + "/source", "missing, every constant needs a source or the reason it is an assumption");

@@ -32,6 +32,7 @@ struct Chip {
   double mma_cycles_f16 = 0;  // simdgroup 8x8x8 multiply-accumulate, half operands
   double mma_cycles_bf16 = 0;
   double mma_cycles_f32 = 0;
+  double mma_latency_cycles = 0;  // issue to result of one MMA: latency hiding needs throughput/latency in flight
   double transcendental_cycles = 0;  // exp2 / log2
   double tanh_cycles = 0;
   double rsqrt_cycles = 0;
@@ -40,6 +41,8 @@ struct Chip {
   double sqrt_cycles = 0;
   double int_mul_cycles = 0;
   double int_divide_cycles = 0;
+  double bf16_widen_cycles = 0;  // bfloat -> float: a shift without bfloat hardware (Apple7/8), free after
+  double int_fp16_coissue = 0;   // 1: integer and FP16 instructions issue beside FP32 (Apple9+), 0: one stream
   double dram_bandwidth_gbs = 0;
   double cache_bandwidth_gbs = 0;  // re-read bytes that hit the GPU L2 / system-level cache
   double threadgroup_memory_bytes_per_core = 0;
@@ -49,6 +52,7 @@ struct Chip {
   double max_registers_per_thread = 0;  // a kernel needing more spills (occupancy counts at most this)
   double max_threads_per_core = 0;
   double saturation_simdgroups_per_core = 0;  // resident simdgroups that saturate the ALUs
+  double dynamic_caching = 0;  // 1: registers and threadgroup memory share one on-chip pool (Apple9+); 0: static
   double barrier_cycles = 0;                  // per threadgroup_barrier per simdgroup
   double simd_shuffle_cycles = 0;
   double simd_reduce_cycles = 0;
@@ -73,11 +77,14 @@ struct ChipField {
   // Optional fields are the Neural Accelerator group (tensor_*): a table has
   // all of them or none. Absent, the member stays 0 and has no citation.
   bool optional = false;
+  // Flags and free costs may be 0; every other constant must be positive.
+  bool zero_allowed = false;
 };
 const std::vector<ChipField>& chip_fields();
 
-// Every embedded table, parsed once, in file-name order: M1, M1 Max, M2 Max,
-// M3 Max, M4, M4 Max, M5.
+// Every embedded table, parsed once, in file-name order (m1, m1_max, m1_ultra,
+// m2_max, m2_ultra, m3_max, m3_max_30, m3_ultra, m3_ultra_60, m4, m4_max, m5,
+// m5_max, m5_max_32).
 const std::vector<Chip>& chips();
 
 // By display name ("M3 Max", any case) or file stem ("m3_max", "m3-max").

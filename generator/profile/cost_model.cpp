@@ -1,5 +1,7 @@
 #include "profile/cost_model.h"
 
+#include "profile/latency_hiding.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -157,7 +159,12 @@ OpCost op_cost(const Chip& c, Op op) {
     case Op::threadgroup_barrier:
       return {c.barrier_cycles, 0, 0};
     case Op::simdgroup_barrier:
-      return {1, 0, 0};  // assumption: a simdgroup runs in lockstep
+      // Free: the G13 ISA has threadgroup_barrier and wait but no SIMD-group
+      // barrier; a simdgroup shares one execution mask (Dougall Johnson, Apple
+      // G13 GPU architecture reference, https://dougallj.github.io/applegpu/docs.html).
+      return {0, 0, 0};
+    case Op::widen_bf16:
+      return {c.bf16_widen_cycles, 0, 0};  // an integer shift on Apple7/8, free with bfloat hardware
     case Op::simd_shuffle:
       return {c.simd_shuffle_cycles, 0, 0};
     case Op::simd_reduce:
@@ -187,10 +194,45 @@ OpCost op_cost(const Chip& c, Op op) {
 }
 
 // What the chip delivers to one resident threadgroup, in seconds per scheduler-cycle of its work:
-// the core issues schedulers x latency_hiding per cycle, split evenly among resident threadgroups.
+// the core issues `schedulers` per cycle, split evenly among resident threadgroups. Latency
+// hiding is applied to the cycles themselves (latency_hidden_cycles).
 double seconds_per_cycle(const Chip& c, const Occupancy& occ) {
-  const double share = c.schedulers_per_core * occ.latency_hiding / occ.threadgroups_per_core;
+  const double share = c.schedulers_per_core / occ.threadgroups_per_core;
   return 1.0 / (share * c.clock_ghz * 1e9);
+}
+
+// Integer and FP16 instructions in issue slots beside FP32 on chips that
+// co-issue them (Apple9+): the three streams overlap, at most two
+// instructions per scheduler-cycle (assumption: dual issue from different
+// simdgroups, as on M1/M2's FP16 dual-dispatch; metal-benchmarks 'ALU Layout').
+double alu_issue_cycles(const Chip& c, const ThreadgroupCycles& t) {
+  const double alu = t.issue - t.matrix;
+  if (c.int_fp16_coissue <= 0) return alu;
+  const double fp32 = alu - t.integer - t.half;
+  return std::max({fp32, t.integer, t.half, alu / 2});
+}
+
+// A thread's registers past the per-thread maximum are spilled: the
+// compiler keeps the hottest values and reloads the rest. Charged as one more
+// issue slot per ALU instruction for the spilled fraction of the values
+// (assumption: a spilled value is used as often as a kept one, and a reload
+// costs one memory instruction).
+double spill_factor(const Chip& c, double registers) {
+  if (registers <= c.max_registers_per_thread) return 1;
+  return 1 + (registers - c.max_registers_per_thread) / registers;
+}
+
+// Scheduler-cycles of a threadgroup's (or a simdgroup's) work at this
+// residency: MMAs at the rate their latency hiding allows, the rest at the
+// ALU rate; spills added to the ALU part.
+ThreadgroupCycles latency_hidden_cycles(const Chip& c, const ThreadgroupCycles& t, const Occupancy& occ,
+                                        double registers) {
+  ThreadgroupCycles h = t;
+  h.matrix = t.matrix / occ.mma_latency_hiding;
+  h.issue = h.matrix + alu_issue_cycles(c, t) * spill_factor(c, registers) / occ.latency_hiding;
+  h.transcendental = t.transcendental / occ.latency_hiding;
+  h.tensor = t.tensor / occ.mma_latency_hiding;  // matmul2d blocks hide their latency like MMAs (assumption)
+  return h;
 }
 
 // A threadgroup cannot finish before its busiest simdgroup, which gets a
@@ -198,6 +240,35 @@ double seconds_per_cycle(const Chip& c, const Occupancy& occ) {
 double with_busiest(double total, double busiest, double simdgroups) { return std::max(total, busiest * simdgroups); }
 
 }  // namespace
+
+bool is_integer(Op op) {
+  switch (op) {
+    case Op::int_add:
+    case Op::int_mul:
+    case Op::int_logic:
+    case Op::int_cmp_select:
+    case Op::int_divide:
+    case Op::address:
+    case Op::widen_bf16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_half(Op op) {
+  switch (op) {
+    case Op::f16_add:
+    case Op::f16_mul:
+    case Op::f16_fma:
+    case Op::f16_cmp_select:
+    case Op::f16_minmax:
+    case Op::f16_other:
+      return true;
+    default:
+      return false;
+  }
+}
 
 ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops) {
   ThreadgroupCycles t;
@@ -208,6 +279,8 @@ ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops) {
     t.matrix += ops[i] * cost.matrix;
     t.transcendental += ops[i] * cost.pipe;
     t.tensor += ops[i] * cost.tensor;
+    if (is_integer(static_cast<Op>(i))) t.integer += ops[i] * cost.issue;
+    if (is_half(static_cast<Op>(i))) t.half += ops[i] * cost.issue;
   }
   return t;
 }
@@ -217,29 +290,29 @@ Occupancy occupancy(const Chip& c, const LaunchWork& l) {
   const double threads =
       std::max<double>(1, l.threads_per_threadgroup ? l.threads_per_threadgroup : 32.0 * l.simdgroups_per_threadgroup);
   const double simdgroups = l.simdgroups_per_threadgroup ? l.simdgroups_per_threadgroup : std::ceil(threads / 32);
+  const double tg_bytes = std::max<double>(1, l.threadgroup_memory_bytes);
+  // Registers from the kernel's structure (0: not stated, then they do not limit).
+  const double registers = std::min<double>(l.registers_per_thread, c.max_registers_per_thread);
 
   struct Limit {
     const char* name;
     double threadgroups;
   };
   const double inf = std::numeric_limits<double>::infinity();
-  const Limit limits[] = {
-      {"threadgroup memory",
-       std::floor(c.threadgroup_memory_bytes_per_core / std::max<double>(1, l.threadgroup_memory_bytes))},
-      // Registers never hold residency below the saturation point: "ALU
-      // utilization maxes out at 24 simds/core, which is also the lowest
-      // occupancy you can create by over-allocating registers" (metal-benchmarks;
-      // the compiler spills instead). A kernel whose estimate exceeds what one
-      // thread may use spills the rest too. Spill traffic is not modelled.
-      {"registers", l.registers_per_thread > 0
-                        ? std::max(std::floor(c.register_file_bytes_per_core /
-                                              (4.0 * std::min<double>(l.registers_per_thread,
-                                                                      c.max_registers_per_thread) *
-                                               threads)),
-                                   std::ceil(c.saturation_simdgroups_per_core / simdgroups))
-                        : inf},
-      {"threads", std::floor(c.max_threads_per_core / threads)},
-  };
+  std::vector<Limit> limits = {{"threads", std::floor(c.max_threads_per_core / threads)}};
+  if (c.dynamic_caching > 0) {
+    // Apple9+: registers and threadgroup memory come out of one on-chip pool
+    // (the register file and the threadgroup memory of Apple7/8, taken as its
+    // size: assumption), with no separate threadgroup-memory cap.
+    limits.push_back({"on-chip memory (registers + threadgroup memory)",
+                      std::floor((c.register_file_bytes_per_core + c.threadgroup_memory_bytes_per_core) /
+                                 (tg_bytes + 4.0 * registers * threads))});
+  } else {
+    limits.push_back({"threadgroup memory", std::floor(c.threadgroup_memory_bytes_per_core / tg_bytes)});
+    limits.push_back({"registers", registers > 0
+                                       ? std::floor(register_limited_threads_per_core(c, registers) / threads)
+                                       : inf});
+  }
   const Limit* tightest = &limits[0];
   for (const Limit& lim : limits)
     if (lim.threadgroups < tightest->threadgroups) tightest = &lim;
@@ -249,7 +322,20 @@ Occupancy occupancy(const Chip& c, const LaunchWork& l) {
   occ.threadgroups_per_core = static_cast<uint32_t>(std::clamp(tightest->threadgroups, 1.0, 1e9));
   occ.limit = tightest->name;
   occ.simdgroups_per_core = occ.threadgroups_per_core * simdgroups;
-  occ.latency_hiding = std::min(1.0, occ.simdgroups_per_core / c.saturation_simdgroups_per_core);
+  occ.latency_hiding = alu_latency_hiding(occ.simdgroups_per_core);
+  occ.mma_latency_hiding =
+      mma_latency_hiding(c, occ.simdgroups_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
+  return occ;
+}
+
+Occupancy with_threadgroups_per_core(const Chip& c, const LaunchWork& l, const Occupancy& full, uint32_t resident) {
+  Occupancy occ = full;
+  const double simdgroups = full.simdgroups_per_core / full.threadgroups_per_core;
+  occ.threadgroups_per_core = std::max<uint32_t>(1, resident);
+  occ.simdgroups_per_core = occ.threadgroups_per_core * simdgroups;
+  occ.latency_hiding = alu_latency_hiding(occ.simdgroups_per_core);
+  occ.mma_latency_hiding =
+      mma_latency_hiding(c, occ.simdgroups_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
   return occ;
 }
 
@@ -301,6 +387,7 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   p.occupancy_limit = occ.limit;
   p.simdgroups_per_core = occ.simdgroups_per_core;
   p.latency_hiding = occ.latency_hiding;
+  p.mma_latency_hiding = occ.mma_latency_hiding;
 
   // Without sampled classes, every threadgroup does an equal share of the launch.
   std::vector<ThreadgroupClass> classes = l.classes;
@@ -312,19 +399,28 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   }
 
   const double simdgroups = occ.simdgroups_per_core / occ.threadgroups_per_core;
-  const double spc = seconds_per_cycle(c, occ);
+  const double registers = l.registers_per_thread;
+  // Seconds one threadgroup of class k keeps each resource busy at residency `o`.
+  struct ClassSeconds {
+    double issue, matrix, transcendental, tensor;
+  };
+  auto class_seconds = [&](const ThreadgroupClass& k, const Occupancy& o) {
+    const double spc = seconds_per_cycle(c, o);
+    const ThreadgroupCycles t = latency_hidden_cycles(c, threadgroup_cycles(c, k.ops), o, registers);
+    const ThreadgroupCycles busiest =
+        latency_hidden_cycles(c, threadgroup_cycles(c, k.max_simdgroup_ops), o, registers);
+    // A simdgroup feeds its own partition's accelerator share, like its own
+    // scheduler: the busiest simdgroup bounds the tensor pipe too.
+    return ClassSeconds{with_busiest(t.issue, busiest.issue, simdgroups) * spc,
+                        with_busiest(t.matrix, busiest.matrix, simdgroups) * spc,
+                        with_busiest(t.transcendental, busiest.transcendental, simdgroups) * spc,
+                        with_busiest(t.tensor, busiest.tensor, simdgroups) * spc};
+  };
   std::vector<ThreadgroupRun> both, issue, matrix_issue, matrix, pipe, tensor;
   uint64_t total = 0;
   bool any_tensor = false;
   for (const ThreadgroupClass& k : classes) {
-    const ThreadgroupCycles t = threadgroup_cycles(c, k.ops);
-    const ThreadgroupCycles busiest = threadgroup_cycles(c, k.max_simdgroup_ops);
-    const double i = with_busiest(t.issue, busiest.issue, simdgroups) * spc;
-    const double m = with_busiest(t.matrix, busiest.matrix, simdgroups) * spc;
-    const double x = with_busiest(t.transcendental, busiest.transcendental, simdgroups) * spc;
-    // A simdgroup feeds its own partition's accelerator share, like its own
-    // scheduler: the busiest simdgroup bounds the tensor pipe too.
-    const double n = with_busiest(t.tensor, busiest.tensor, simdgroups) * spc;
+    const auto [i, m, x, n] = class_seconds(k, occ);
     // The complex pipe and the tensor pipe run beside the issue slots: a
     // threadgroup takes the longest of the three.
     both.push_back({k.threadgroups, std::max({i, x, n})});
@@ -337,14 +433,42 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
     total += k.threadgroups;
   }
   const uint64_t slots = static_cast<uint64_t>(c.gpu_cores) * occ.threadgroups_per_core;
-  const double overlapped = dispatch_makespan(both, slots);
+  double overlapped = dispatch_makespan(both, slots);
   p.compute_seconds = dispatch_makespan(issue, slots);
-  const double matrix_issue_seconds = dispatch_makespan(matrix_issue, slots);
+  double matrix_issue_seconds = dispatch_makespan(matrix_issue, slots);
   p.transcendental_seconds = dispatch_makespan(pipe, slots);
   // Without tensor-pipe work (every chip but M5, every kernel without
   // matmul2d) the matrix work is the MMAs' issue cycles: skip two makespans.
   p.tensor_seconds = any_tensor ? dispatch_makespan(tensor, slots) : 0;
   p.matrix_seconds = any_tensor ? dispatch_makespan(matrix, slots) : matrix_issue_seconds;
+
+  // A partial last wave: its threadgroups share their cores with fewer
+  // others, so each gets a larger share of the issue rate, down to the rate
+  // its lower residency still hides latency at (metal-benchmarks' ILP
+  // tables). The last threadgroup in grid order is credited the difference.
+  if (total > 0 && !classes.empty()) {
+    const uint64_t in_last_round = total % slots;
+    const uint32_t resident_in_tail =
+        static_cast<uint32_t>((in_last_round + static_cast<uint64_t>(c.gpu_cores) - 1) / static_cast<uint64_t>(c.gpu_cores));
+    if (in_last_round > 0 && resident_in_tail < occ.threadgroups_per_core) {
+      const Occupancy tail = with_threadgroups_per_core(c, l, occ, resident_in_tail);
+      const ClassSeconds full_s = class_seconds(classes.back(), occ);
+      const ClassSeconds tail_s = class_seconds(classes.back(), tail);
+      auto credit = [](double& makespan, double full, double shorter) {
+        makespan = std::max(0.0, makespan - std::max(0.0, full - shorter));
+      };
+      credit(overlapped, std::max({full_s.issue, full_s.transcendental, full_s.tensor}),
+             std::max({tail_s.issue, tail_s.transcendental, tail_s.tensor}));
+      credit(p.compute_seconds, full_s.issue, tail_s.issue);
+      credit(matrix_issue_seconds, full_s.matrix, tail_s.matrix);
+      credit(p.transcendental_seconds, full_s.transcendental, tail_s.transcendental);
+      if (any_tensor) credit(p.tensor_seconds, full_s.tensor, tail_s.tensor);
+      if (any_tensor)
+        credit(p.matrix_seconds, std::max(full_s.matrix, full_s.tensor), std::max(tail_s.matrix, tail_s.tensor));
+      else
+        p.matrix_seconds = matrix_issue_seconds;
+    }
+  }
   p.waves = static_cast<double>(total) / static_cast<double>(slots);
 
   // Compulsory bytes come from DRAM once; all requested bytes at least pass
@@ -364,7 +488,7 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
     p.bound = Bound::device_memory;
   } else if (p.seconds == p.threadgroup_memory_seconds) {
     p.bound = Bound::threadgroup_memory;
-  } else if (occ.latency_hiding < 0.5) {
+  } else if (std::min(occ.latency_hiding, occ.mma_latency_hiding) < 0.5) {
     p.bound = Bound::latency;  // most of the core time would vanish with more resident simdgroups
   } else if (p.tensor_seconds > p.compute_seconds && p.tensor_seconds >= p.transcendental_seconds) {
     p.bound = Bound::tensor;  // the Neural Accelerators outlast the issue slots and the complex pipe

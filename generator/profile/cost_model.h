@@ -38,15 +38,18 @@ struct ThreadgroupCycles {
   double matrix = 0;          // the MMA part of `issue` (matmul2d blocks included)
   double transcendental = 0;  // complex-pipe occupancy (exp2, rsqrt, divide, ...)
   double tensor = 0;          // tensor-pipe occupancy (matmul2d blocks on Neural Accelerators)
+  double integer = 0;         // the integer part of `issue` (co-issues beside FP32 on Apple9+)
+  double half = 0;            // the FP16 ALU part of `issue` (co-issues beside FP32 on Apple9+)
 };
 ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops);
 
 // Residency of one launch's threadgroups on a core.
 struct Occupancy {
   uint32_t threadgroups_per_core = 1;
-  std::string limit;  // "threadgroup memory", "registers" or "threads"
+  std::string limit;  // "threadgroup memory", "registers", "threads" or "on-chip memory (...)" (Apple9+)
   double simdgroups_per_core = 0;
-  double latency_hiding = 1;  // min(1, resident simdgroups / saturation_simdgroups_per_core)
+  double latency_hiding = 1;      // fraction of the ALU issue rate reached (latency_hiding.h)
+  double mma_latency_hiding = 1;  // fraction of the MMA rate reached (latency_hiding.h)
 };
 Occupancy occupancy(const Chip& chip, const LaunchWork& launch);
 

@@ -1,5 +1,7 @@
 #include "profile/html_report.h"
 
+#include "profile/calibration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -299,7 +301,7 @@ std::string work_table(const std::vector<ProfiledKernel>& kernels) {
   add_each("threadgroups", [](const LaunchWork& l) { return l.threadgroups; });
   add_each("threadgroups run (sampled)", [](const LaunchWork& l) { return l.threadgroups_run; });
   add_each("threads per threadgroup", [](const LaunchWork& l) { return l.threads_per_threadgroup; });
-  add_each("registers per thread (estimate)", [](const LaunchWork& l) { return l.registers_per_thread; });
+  add_each("registers per thread (structure; 0 = unstated)", [](const LaunchWork& l) { return l.registers_per_thread; });
   add_each("threadgroup memory (bytes)", [](const LaunchWork& l) { return l.threadgroup_memory_bytes; });
   return html + "</table>\n";
 }
@@ -309,7 +311,7 @@ std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fract
 std::string prediction_tables(const std::vector<ProfiledKernel>& kernels) {
   std::string html =
       "<table>\n<tr><th>kernel</th><th>chip</th><th>predicted time</th><th>TFLOPS</th><th>utilization</th>"
-      "<th>bandwidth (GB/s)</th><th>bandwidth utilization</th><th>bound</th></tr>\n";
+      "<th>bandwidth (GB/s)</th><th>bandwidth utilization</th><th>bound</th><th>calibration error band</th></tr>\n";
   std::string launches =
       "<table>\n<tr><th>kernel</th><th>chip</th><th>launch</th><th>time</th><th>compute</th><th>matrix</th>"
       "<th>transcendental</th><th>tensor</th><th>device memory</th><th>threadgroup memory</th><th>bound</th>"
@@ -318,9 +320,9 @@ std::string prediction_tables(const std::vector<ProfiledKernel>& kernels) {
     for (const Prediction& p : k.predictions) {
       html += fmt::format(
           "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{:.1f}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+          "<td class=\"num\">{:.1f}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
           escape(k.work.name), escape(p.chip), escape(format_seconds(p.seconds)), p.tflops, percent(p.utilization),
-          p.bandwidth_gbs, percent(p.bandwidth_utilization), escape(to_string(p.bound)));
+          p.bandwidth_gbs, percent(p.bandwidth_utilization), escape(to_string(p.bound)), escape(band_text(p.chip, p.bound)));
       for (const LaunchPrediction& l : p.launches)
         launches += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"

@@ -31,7 +31,8 @@ struct LaunchWork {
   uint32_t threads_per_threadgroup = 0;
   uint32_t simdgroups_per_threadgroup = 0;
   uint64_t threadgroup_memory_bytes = 0;  // per threadgroup: declared + [[threadgroup(n)]] buffers
-  uint32_t registers_per_thread = 0;      // estimate, 32-bit registers (see docs/profile.md)
+  uint32_t registers_per_thread = 0;      // 32-bit registers from the kernel's structure; 0 = not stated
+  uint32_t mma_chains = 0;                // independent MMA accumulator chains per simdgroup; 0 = not stated
   uint64_t threadgroups = 0;              // in the grid
   uint64_t threadgroups_run = 0;          // executed to count (the sample)
   std::string sampling;                   // how the sample was taken, in words

@@ -11,7 +11,10 @@ LaunchWork to_launch_work(const LaunchShape& shape, const cpu::LaunchProfile& p)
   w.threads_per_threadgroup = static_cast<uint32_t>(shape.threads_per_threadgroup.volume());
   w.simdgroups_per_threadgroup = p.simdgroups_per_threadgroup;
   w.threadgroup_memory_bytes = p.threadgroup_memory_bytes;
-  w.registers_per_thread = p.registers_per_thread;
+  // Registers come from the kernel's structure (the planner's fragments, or a
+  // peer's tiles through `mfagen exec --registers`), not from the IR liveness
+  // estimate of the x86 compile, which knows nothing of the GPU's allocation.
+  w.registers_per_thread = 0;
   w.threadgroups = p.threadgroups;
   w.threadgroups_run = p.samples.size();
   w.sampling = p.sampling;

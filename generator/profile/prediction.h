@@ -27,7 +27,8 @@ struct LaunchPrediction {
   uint32_t threadgroups_per_core = 0;   // resident at once (occupancy)
   std::string occupancy_limit;          // what limits residency: "threadgroup memory", "registers", "threads"
   double simdgroups_per_core = 0;       // resident
-  double latency_hiding = 1;            // fraction of peak issue rate reachable at this occupancy (<= 1)
+  double latency_hiding = 1;            // fraction of the ALU issue rate reached at this occupancy (<= 1)
+  double mma_latency_hiding = 1;        // fraction of the MMA rate reached at this occupancy (<= 1)
   double waves = 0;                     // threadgroups / (cores * threadgroups_per_core)
 };
 

@@ -1,5 +1,7 @@
 #include "profile/profile_json.h"
 
+#include "profile/calibration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -56,6 +58,7 @@ nlohmann::json launch_json(const LaunchWork& l) {
           {"simdgroups_per_threadgroup", l.simdgroups_per_threadgroup},
           {"threadgroup_memory_bytes", l.threadgroup_memory_bytes},
           {"registers_per_thread", l.registers_per_thread},
+          {"mma_chains", l.mma_chains},
           {"threadgroups", l.threadgroups},
           {"threadgroups_run", l.threadgroups_run},
           {"sampling", l.sampling},
@@ -67,6 +70,19 @@ nlohmann::json launch_json(const LaunchWork& l) {
           {"threadgroup_bytes_written", l.threadgroup_bytes_written},
           {"buffers", std::move(buffers)},
           {"executed_threadgroups", std::move(executed)}};
+}
+
+// The calibration's band for this chip and regime (calibration.h), with its text.
+nlohmann::json error_band_json(const std::string& chip, Bound bound) {
+  const std::optional<ErrorBand> band = error_band(chip, regime_of(bound));
+  nlohmann::json j = {{"text", band_text(chip, bound)}, {"regime", std::string(regime_of(bound))}};
+  if (band) {
+    j["scope"] = band->this_chip ? "this chip" : "all chips";
+    j["anchors"] = band->anchors;
+    j["median_error"] = band->median;
+    j["worst_error"] = band->worst;
+  }
+  return j;
 }
 
 nlohmann::json prediction_json(const Prediction& p) {
@@ -85,6 +101,7 @@ nlohmann::json prediction_json(const Prediction& p) {
                         {"occupancy_limit", l.occupancy_limit},
                         {"simdgroups_per_core", l.simdgroups_per_core},
                         {"latency_hiding", l.latency_hiding},
+                        {"mma_latency_hiding", l.mma_latency_hiding},
                         {"waves", l.waves}});
   return {{"chip", p.chip},
           {"seconds", p.seconds},
@@ -93,6 +110,7 @@ nlohmann::json prediction_json(const Prediction& p) {
           {"bandwidth_gbs", p.bandwidth_gbs},
           {"bandwidth_utilization", p.bandwidth_utilization},
           {"bound", std::string(to_string(p.bound))},
+          {"error_band", error_band_json(p.chip, p.bound)},
           {"launches", std::move(launches)}};
 }
 
@@ -150,11 +168,11 @@ std::string launch_text(const LaunchWork& l) {
                         : fmt::format("{} run{}", l.threadgroups_run, l.sampling.empty() ? "" : " (" + l.sampling + ")");
   std::string text = fmt::format("  launch {}: grid {}x{}x{}, {} threadgroups, {}\n", l.kernel, l.grid[0], l.grid[1],
                                  l.grid[2], l.threadgroups, run);
-  text += fmt::format("    {} threads ({} simdgroups) per threadgroup, {} threadgroup memory, ~{} registers/thread\n",
+  text += fmt::format("    {} threads ({} simdgroups) per threadgroup, {} threadgroup memory, {} registers/thread\n",
                       l.threads_per_threadgroup, l.simdgroups_per_threadgroup,
                       l.threadgroup_memory_bytes % 1024 == 0 ? fmt::format("{} KiB", l.threadgroup_memory_bytes / 1024)
                                                                : fmt::format("{} B", l.threadgroup_memory_bytes),
-                      l.registers_per_thread);
+                      l.registers_per_thread ? fmt::format("{}", l.registers_per_thread) : std::string("unstated"));
   const double requested = static_cast<double>(l.device_bytes_read + l.device_bytes_written);
   std::vector<Row> rows = {{"MMAs (8x8x8)", format_si(sum_ops(l, Op::mma_f16_f32, Op::mma_f32_f32), "")}};
   // Metal 4 TensorOps, shown only when the kernel uses them.
@@ -188,14 +206,15 @@ std::string kernel_text(const ProfiledKernel& k) {
   text += format_table(head, "  ");
   for (const LaunchWork& l : w.launches) text += launch_text(l);
   if (k.predictions.empty()) return text + "  (no predictions)\n";
-  std::vector<Row> rows = {{"chip", "time", "TFLOPS", "util", "GB/s", "BW util", "bound"}};
+  std::vector<Row> rows = {{"chip", "time", "TFLOPS", "util", "GB/s", "BW util", "bound", "error band"}};
   for (const Prediction& p : k.predictions) {
     rows.push_back({p.chip, format_seconds(p.seconds), fmt::format("{:.2f}", p.tflops), percent(p.utilization),
-                    fmt::format("{:.1f}", p.bandwidth_gbs), percent(p.bandwidth_utilization), std::string(to_string(p.bound))});
+                    fmt::format("{:.1f}", p.bandwidth_gbs), percent(p.bandwidth_utilization), std::string(to_string(p.bound)),
+                    band_text(p.chip, p.bound)});
     // Multi-launch calls (decode, backward): show where the time goes.
     if (p.launches.size() > 1)
       for (const LaunchPrediction& l : p.launches)
-        rows.push_back({"  " + l.kernel, format_seconds(l.seconds), "", "", "", "", std::string(to_string(l.bound))});
+        rows.push_back({"  " + l.kernel, format_seconds(l.seconds), "", "", "", "", std::string(to_string(l.bound)), ""});
   }
   return text + format_table(rows, "  ");
 }
@@ -213,6 +232,7 @@ std::string comparison_text(const std::vector<ProfiledKernel>& kernels) {
   };
   std::vector<Row> rows = {{"chip"}};
   for (const ProfiledKernel& k : kernels) rows[0].push_back(k.work.name);
+  rows[0].push_back("error band (of the first kernel's regime)");
   for (const std::string& chip : chips) {
     Row row = {chip};
     const Prediction* first = find(kernels.front(), chip);
@@ -226,6 +246,7 @@ std::string comparison_text(const std::vector<ProfiledKernel>& kernels) {
       if (first && first->seconds > 0) cell += fmt::format(" ({:.2f}x)", p->seconds / first->seconds);
       row.push_back(cell);
     }
+    row.push_back(first ? band_text(chip, first->bound) : "-");
     rows.push_back(row);
   }
   return fmt::format("Side by side (predicted time; ratio to {}):\n", kernels.front().work.name) + format_table(rows, "  ");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <span>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "mfagen/cpu/execute_dispatch.h"
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
+#include "profile/latency_hiding.h"
 #include "profile/launch_work.h"
 #include "profile/synthetic_call.h"
 #include "session/score_function_inputs.h"
@@ -69,6 +71,21 @@ std::string shape_text(const plan::KernelPlan& p, const plan::CostShape& s) {
   return text;
 }
 
+// What the cost model needs of a generated launch's structure (the same rule
+// tools/profile_peers states for peers' kernels): a launch that multiplies
+// fragments keeps the planner's fragment registers plus the scalar allowance
+// and has one independent MMA chain per accumulator tile of its score block
+// (row tiles x block_k / 8); launches without MMAs (the backward's
+// preprocess, the decode combine) keep scalars only.
+void add_structure(const plan::KernelPlan& p, LaunchWork& w) {
+  const bool multiplies = w.op(Op::mma_f16_f32) + w.op(Op::mma_f16_f16) + w.op(Op::mma_bf16_f32) +
+                              w.op(Op::mma_bf16_bf16) + w.op(Op::mma_f32_f32) + w.op(Op::tensor_mma_f16) +
+                              w.op(Op::tensor_mma_f32) + w.op(Op::tensor_mma_i8) >
+                          0;
+  w.registers_per_thread = kScalarRegisterAllowance + (multiplies ? p.fragment_registers : 0);
+  if (multiplies) w.mma_chains = std::max<uint32_t>(1, p.row_tiles * p.block_k / 8);
+}
+
 // Dispatches `entry` for the shape as the runtime would, runs it on synthetic
 // inputs compiled for profiling, and collects the counts of every launch.
 KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& entry, const plan::CostShape& shape,
@@ -118,6 +135,7 @@ KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& ent
                              {l.threads_per_threadgroup[0], l.threads_per_threadgroup[1], l.threads_per_threadgroup[2]},
                              buffer_sizes};
     work.launches.push_back(to_launch_work(launch, *result.launches.at(i).profile));
+    add_structure(p, work.launches.back());
   }
   return work;
 }

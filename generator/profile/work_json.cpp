@@ -62,6 +62,7 @@ struct Reader {
     w.simdgroups_per_threadgroup = static_cast<uint32_t>(whole(l, path, "simdgroups_per_threadgroup"));
     w.threadgroup_memory_bytes = whole(l, path, "threadgroup_memory_bytes");
     w.registers_per_thread = static_cast<uint32_t>(whole(l, path, "registers_per_thread"));
+    if (l.contains("mma_chains")) w.mma_chains = static_cast<uint32_t>(whole(l, path, "mma_chains"));
     w.threadgroups = whole(l, path, "threadgroups");
     w.threadgroups_run = whole(l, path, "threadgroups_run");
     w.sampling = text(l, path, "sampling");

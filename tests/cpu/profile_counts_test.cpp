@@ -110,15 +110,37 @@ TEST(ProfileCounts, PackedVectorsLoadAtAnyElementAsOneInstruction) {
   EXPECT_EQ(count(r, Op::device_store), 3) << "three packed float4 stores per lane";
   // x86 clang loads the half4 as one 64-bit integer and shifts each half out
   // of it (3 shifts); a GPU reads the 16-bit halves of its registers
-  // directly. What stays is integer work on a GPU too: the index 4t (one
-  // shift) and the bfloat4's widening into high halves (x86: five shifts
-  // and masks; M1 and M2 have no bfloat).
-  EXPECT_EQ(count(r, Op::int_logic), 1 + 5) << "no shift extracts a half of the half4";
+  // directly. What stays is the index 4t (one shift); the bfloat4's four
+  // widenings are their own op, priced per chip (a shift on M1/M2, which
+  // have no bfloat; free on M3 and later).
+  EXPECT_EQ(count(r, Op::int_logic), 1) << "no shift extracts a half of the half4";
+  EXPECT_EQ(count(r, Op::widen_bf16), 4) << "the four bfloat -> float widenings";
   EXPECT_EQ(count(r, Op::widen), 4) << "the four half -> float widenings (free)";
   EXPECT_EQ(r.profile->traffic.at(0).bytes_read, 32 * 8);
   EXPECT_EQ(r.profile->traffic.at(1).bytes_read, 32 * 8);
   EXPECT_EQ(r.profile->traffic.at(2).bytes_read, 32 * 16);
   EXPECT_EQ(r.profile->traffic.at(3).bytes_written, 32 * 48);
+}
+
+// Adjacent scalar accesses of a block count as the vector instructions a GPU
+// compiler merges them into: four halves one, eight floats two (16 bytes
+// each); accesses apart stay one each.
+TEST(ProfileCounts, AdjacentScalarAccessesMergeIntoVectorInstructions) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<_Float16> h(256);
+  std::vector<float> f(8 * 32), out(32);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = _Float16(float(i % 16) * 0.25f);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = float(i);
+  auto r = run_profiled(*module, "adjacent_scalars", {1, 1, 1}, {32, 1, 1}, {bind(0, h), bind(1, f), bind(2, out)});
+  ASSERT_TRUE(IsClean(r));
+  for (uint32_t t = 0; t < 32; ++t) {
+    double halves = 0, floats = 0;
+    for (uint32_t e = 0; e < 4; ++e) halves += float(h[4 * t + e]);
+    for (uint32_t e = 0; e < 8; ++e) floats += f[8 * t + e];
+    EXPECT_FLOAT_EQ(out[t], float(halves + floats + float(h[t + 128]) * float(h[t + 192]))) << t;
+  }
+  EXPECT_EQ(count(r, Op::device_load), 1 + 2 + 2);
+  EXPECT_EQ(count(r, Op::device_store), 1);
 }
 
 // A divide by a constant is counted as the multiply-high and shifts every

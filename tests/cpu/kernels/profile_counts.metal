@@ -81,3 +81,16 @@ kernel void divide_by_constant(device const uint* in [[buffer(0)]], device uint*
   out[4 * t + 2] = x / 16u;
   out[4 * t + 3] = x / n;
 }
+
+// One simdgroup. Thread t reads four adjacent halves and eight adjacent
+// floats as scalars, then two halves 64 elements apart. A GPU compiler merges
+// adjacent scalar accesses into vector memory instructions of up to 16 bytes
+// (docs/profile.md): per simdgroup 1 + 2 + 2 device loads and one store.
+kernel void adjacent_scalars(device const half* h [[buffer(0)]], device const float* f [[buffer(1)]],
+                             device float* out [[buffer(2)]], uint t [[thread_position_in_grid]]) {
+  const float halves = float(h[4 * t]) + float(h[4 * t + 1]) + float(h[4 * t + 2]) + float(h[4 * t + 3]);
+  const float floats = f[8 * t] + f[8 * t + 1] + f[8 * t + 2] + f[8 * t + 3] + f[8 * t + 4] + f[8 * t + 5] +
+                       f[8 * t + 6] + f[8 * t + 7];
+  const float apart = float(h[t + 128]) * float(h[t + 192]);
+  out[t] = halves + floats + apart;
+}

@@ -41,6 +41,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Operator.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -168,6 +170,7 @@ class BlockCounter {
     SmallVector<std::pair<BasicBlock*, uint32_t>, 64> Counted;
     for (BasicBlock& BB : F) {
       OpList Ops;
+      Pending.clear();
       for (Instruction& I : BB) {
         if (auto Payload = markerPayload(I)) {
           uint32_t Op = *Payload & ((1u << mfagen::cpu::profile::kMarkerOpBits) - 1);
@@ -177,6 +180,7 @@ class BlockCounter {
         if (WholeBuiltin || insideMarkedBuiltin(I)) continue;
         classify(I, Ops);
       }
+      countMergedAccesses(Ops);
       if (Ops.empty()) continue;
       Counted.push_back({&BB, static_cast<uint32_t>(BlockOps.size() - Record.firstBlock)});
       BlockOps.push_back(std::move(Ops));
@@ -376,19 +380,85 @@ class BlockCounter {
     add(Ops, Op::reciprocal, N);
   }
 
-  // Loads and stores: one instruction per 16 bytes (Apple GPUs move up to
-  // four 32-bit values per memory instruction). Address space 0 is the
-  // thread's own memory: registers on a GPU, not counted.
+  static Op accessOp(unsigned AS, bool Store) {
+    using namespace mfagen::cpu::abi;
+    if (AS == kSpaceThreadgroup) return Store ? Op::threadgroup_store : Op::threadgroup_load;
+    if (AS == kSpaceGeneric) return Store ? Op::generic_store : Op::generic_load;
+    return Store ? Op::device_store : Op::device_load;
+  }
+
+  // Loads and stores: Apple GPUs move up to four 32-bit values per memory
+  // instruction (Dougall Johnson's G13 reference: device_load takes a mask of
+  // up to four components), and their compiler merges adjacent accesses of a
+  // basic block into such vector accesses, as LLVM's LoadStoreVectorizer does
+  // for GPU targets. So accesses are collected per block, by base pointer and
+  // constant byte offset, and counted after merging (countMergedAccesses): one
+  // instruction per contiguous run of at most 16 bytes, whatever the element
+  // width. Address space 0 is the thread's own memory: registers on a GPU,
+  // not counted.
   void classifyAccess(Value* Pointer, Type* ValueType, bool Store, bool Atomic, OpList& Ops) {
     const unsigned AS = addressSpace(Pointer->getType());
     if (AS == 0 || isPrivate(Pointer)) return;
     if (Atomic) return add(Ops, atomicOp(Pointer), 1);
     const uint64_t Bytes = M.getDataLayout().getTypeStoreSize(ValueType).getFixedValue();
-    const uint64_t Instructions = (Bytes + 15) / 16;
-    using namespace mfagen::cpu::abi;
-    if (AS == kSpaceThreadgroup) return add(Ops, Store ? Op::threadgroup_store : Op::threadgroup_load, Instructions);
-    if (AS == kSpaceGeneric) return add(Ops, Store ? Op::generic_store : Op::generic_load, Instructions);
-    add(Ops, Store ? Op::device_store : Op::device_load, Instructions);
+    const auto [Base, Index, Offset] = splitConstantOffset(Pointer);
+    Pending.push_back({accessOp(AS, Store), Base, Index, Offset, Bytes});
+  }
+
+  // A pointer as base + variable index + constant byte offset: constant
+  // offsets are stripped from GEPs, and a GEP whose one index is `i + c`
+  // (through a sign or zero extension) becomes (its pointer, i, c x element
+  // size), so p[4t], p[4t + 1], ... share (p, 4t).
+  struct SplitPointer {
+    const Value* base;
+    const Value* index;
+    int64_t offset;
+  };
+  SplitPointer splitConstantOffset(Value* Pointer) const {
+    const DataLayout& DL = M.getDataLayout();
+    int64_t Offset = 0;
+    Value* Base = GetPointerBaseWithConstantOffset(Pointer, Offset, DL);
+    auto* Gep = dyn_cast<GetElementPtrInst>(Base);
+    if (!Gep || Gep->getNumIndices() != 1) return {Base, nullptr, Offset};
+    Value* Index = Gep->getOperand(1);
+    if (auto* Ext = dyn_cast<CastInst>(Index); Ext && (isa<SExtInst>(Ext) || isa<ZExtInst>(Ext)))
+      Index = Ext->getOperand(0);
+    auto* Add = dyn_cast<BinaryOperator>(Index);
+    const bool Adds = Add && (Add->getOpcode() == Instruction::Add ||
+                              (Add->getOpcode() == Instruction::Or && haveNoCommonBitsSet(Add->getOperand(0),
+                                                                                          Add->getOperand(1), DL)));
+    const auto* Constant = Adds ? dyn_cast<ConstantInt>(Add->getOperand(1)) : nullptr;
+    if (!Constant) return {Gep->getPointerOperand(), Index, Offset};
+    const int64_t Element = static_cast<int64_t>(DL.getTypeAllocSize(Gep->getSourceElementType()).getFixedValue());
+    return {Gep->getPointerOperand(), Add->getOperand(0), Offset + Constant->getSExtValue() * Element};
+  }
+
+  // Counts a block's collected accesses: per (op, base), sorted by offset,
+  // contiguous or overlapping accesses join one instruction while the run
+  // stays within 16 bytes.
+  void countMergedAccesses(OpList& Ops) {
+    std::sort(Pending.begin(), Pending.end(), [](const Access& A, const Access& B) {
+      if (A.op != B.op) return A.op < B.op;
+      if (A.base != B.base) return std::less<const Value*>()(A.base, B.base);
+      if (A.index != B.index) return std::less<const Value*>()(A.index, B.index);
+      return A.offset < B.offset;
+    });
+    constexpr int64_t kBytesPerInstruction = 16;
+    for (size_t I = 0; I < Pending.size();) {
+      const Access& First = Pending[I];
+      int64_t Start = First.offset, End = First.offset + static_cast<int64_t>(First.bytes);
+      size_t J = I + 1;
+      for (; J < Pending.size(); ++J) {
+        const Access& Next = Pending[J];
+        if (Next.op != First.op || Next.base != First.base || Next.index != First.index) break;
+        const int64_t NextEnd = Next.offset + static_cast<int64_t>(Next.bytes);
+        if (Next.offset > End || std::max(End, NextEnd) - Start > kBytesPerInstruction) break;
+        End = std::max(End, NextEnd);
+      }
+      add(Ops, First.op, static_cast<uint64_t>((End - Start + kBytesPerInstruction - 1) / kBytesPerInstruction));
+      I = J;
+    }
+    Pending.clear();
   }
 
   static Op atomicOp(Value* Pointer) {
@@ -478,14 +548,11 @@ class BlockCounter {
     const auto* Length = dyn_cast<ConstantInt>(MI.getLength());
     const uint64_t Instructions = Length ? (Length->getZExtValue() + 15) / 16 : 1;
     if (auto* Transfer = dyn_cast<MemTransferInst>(&MI)) {
-      Type* I8 = Type::getInt8Ty(Ctx);
-      OpList Source;
-      classifyAccess(Transfer->getRawSource(), I8, false, false, Source);
-      for (auto [Op, Count] : Source) Ops[Op] += Count * Instructions;
+      if (const unsigned AS = addressSpace(Transfer->getRawSource()->getType()); AS != 0 && !isPrivate(Transfer->getRawSource()))
+        add(Ops, accessOp(AS, false), Instructions);
     }
-    OpList Dest;
-    classifyAccess(MI.getRawDest(), Type::getInt8Ty(Ctx), true, false, Dest);
-    for (auto [Op, Count] : Dest) Ops[Op] += Count * Instructions;
+    if (const unsigned AS = addressSpace(MI.getRawDest()->getType()); AS != 0 && !isPrivate(MI.getRawDest()))
+      add(Ops, accessOp(AS, true), Instructions);
   }
 
   // 32-bit registers a value occupies: 16-bit values take half of one,
@@ -594,8 +661,18 @@ class BlockCounter {
     GV->setVisibility(GlobalValue::DefaultVisibility);
   }
 
+  // One load or store of a block, before merging.
+  struct Access {
+    Op op;
+    const Value* base;
+    const Value* index;  // variable part of the address beside base, or null
+    int64_t offset;
+    uint64_t bytes;
+  };
+
   Module& M;
   LLVMContext& Ctx;
+  std::vector<Access> Pending;  // the current block's loads and stores
   std::vector<Instruction*> Markers;
   DenseSet<InstanceKey> MarkedInstances;
   DenseSet<const Instruction*> SqrtFoldedIntoRsqrt;

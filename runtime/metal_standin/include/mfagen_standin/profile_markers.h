@@ -42,6 +42,7 @@ enum __mf_profile_op : unsigned int {
   __mf_op_tensor_mma_f16 = 55,
   __mf_op_tensor_mma_f32 = 56,
   __mf_op_tensor_mma_i8 = 57,
+  __mf_op_widen_bf16 = 58,
 };
 
 // In a profiling compile the simdgroup_matrix built-ins (__MF_OP_FUNC) are

@@ -82,7 +82,12 @@ METAL_FUNC constexpr ushort __mf_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even; overflow carries into inf
   return static_cast<ushort>(u >> 16);
 }
-METAL_FUNC constexpr float __mf_bf16_to_f32(ushort b) { return __builtin_bit_cast(float, static_cast<uint>(b) << 16); }
+// One widening on the GPU: an integer shift on Apple7/8, free where bfloat is
+// native (Apple9+); the cost model prices it per chip (bf16_widen_cycles).
+METAL_FUNC constexpr float __mf_bf16_to_f32(ushort b) {
+  if (!__builtin_is_constant_evaluated()) __MF_OP(__mf_op_widen_bf16, 1);
+  return __builtin_bit_cast(float, static_cast<uint>(b) << 16);
+}
 // Magnitude m (negated if neg) to bfloat bits with a single rounding.
 METAL_FUNC constexpr ushort __mf_u64_to_bf16(ulong m, bool neg) {
   if (m < (1ul << 24)) {  // exact in float

@@ -9,7 +9,7 @@
 
 namespace mfagen::cpu::abi {
 
-inline constexpr uint32_t kAbiVersion = 3;
+inline constexpr uint32_t kAbiVersion = 4;
 inline constexpr uint32_t kMaxBufferIndex = 31;    // Metal: buffer(0..30)
 inline constexpr uint32_t kSimdWidth = 32;
 inline constexpr uint32_t kMaxSimdExchangeBytes = 64;

@@ -83,7 +83,9 @@ namespace mfagen::cpu::profile {
   /* Metal 4 TensorOps (matmul2d), in 8x8x8 multiply-add blocks (1024 FLOPs) of this simdgroup's share */   \
   X(tensor_mma_f16, "matmul2d 8x8x8 blocks, 16-bit float operands (half, bfloat)")                         \
   X(tensor_mma_f32, "matmul2d 8x8x8 blocks, a float32 operand")                                            \
-  X(tensor_mma_i8, "matmul2d 8x8x8 blocks, 8-bit or narrower integer operands")
+  X(tensor_mma_i8, "matmul2d 8x8x8 blocks, 8-bit or narrower integer operands")                          \
+  /* appended (the order is the ABI) */                                                                     \
+  X(widen_bf16, "bfloat->float widening (a shift without bfloat hardware, free with it)")
 
 enum class Op : uint32_t {
 #define MFAGEN_PROFILE_OP_ENUM(name, text) name,
