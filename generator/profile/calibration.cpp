@@ -102,9 +102,14 @@ const std::string& calibration_provenance() {
 }
 
 std::optional<ErrorBand> error_band(std::string_view chip, std::string_view regime) {
+  return error_band(calibration_anchors(), chip, regime);
+}
+
+std::optional<ErrorBand> error_band(const std::vector<CalibrationAnchor>& anchors, std::string_view chip,
+                                    std::string_view regime) {
   const std::string name = display_name(chip);
   std::vector<double> on_chip, everywhere;
-  for (const CalibrationAnchor& a : calibration_anchors()) {
+  for (const CalibrationAnchor& a : anchors) {
     if (a.regime != regime) continue;
     everywhere.push_back(std::fabs(a.error()));
     if (a.chip == name) on_chip.push_back(std::fabs(a.error()));

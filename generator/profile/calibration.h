@@ -45,6 +45,9 @@ const std::string& calibration_provenance();
 // The band for a chip (display name or file stem) and regime: the anchors on
 // that chip when it has at least one, else every chip's of that regime.
 std::optional<ErrorBand> error_band(std::string_view chip, std::string_view regime);
+// The same over the given anchors (tests, tools).
+std::optional<ErrorBand> error_band(const std::vector<CalibrationAnchor>& anchors, std::string_view chip,
+                                    std::string_view regime);
 
 // "model; compute-bound anchors on this chip: median error 9%, worst 21%"
 // (or "... on all chips ... (none on M1)", or "model; not calibrated").
