@@ -1,0 +1,46 @@
+// The kernels of the Python package (DESIGN.md section 16): a call's variant
+// arrives as the JSON text of one kernel spec; the first call of a variant
+// plans and renders it in-process through the generator library and keeps
+// it, so later calls are a dictionary lookup. The cpu backend compiles each
+// kernel once per process and caches the object on disk by content hash (an
+// atomic rename: concurrent processes compiling the same kernel are safe).
+// MFAGEN_DISABLE_JIT=1 forbids generating (deploy mode): a missing variant
+// is a MissingKernelError naming it and the spec that would provide it.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "mfagen/cpu_backend.h"
+#include "session/spec_library.h"
+
+namespace mfagen::python {
+
+class MissingKernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class JitKernels {
+ public:
+  JitKernels();
+  // The one-kernel set of `spec_json`, generated on its first request.
+  const session::SpecLibrary& kernels(const std::string& spec_json);
+  // The variants generated so far, by kernel name.
+  std::vector<std::string> names() const;
+  Backend& backend() { return *backend_; }
+
+ private:
+  mutable std::mutex mutex_;  // guards the maps; kernels are immutable once made
+  std::unordered_map<std::string, std::unique_ptr<session::SpecLibrary>> by_spec_;
+  std::unordered_map<std::string, std::string> sources_;  // MSL by kernel file name (unique: it carries the hash)
+  std::unique_ptr<CpuBackend> backend_;
+};
+
+// Whether MFAGEN_DISABLE_JIT is set to anything but "" or "0".
+bool jit_disabled();
+
+}  // namespace mfagen::python

@@ -1,0 +1,205 @@
+// mfagen._mfagen: the thin layer between Python and the session library's
+// attention call (DESIGN.md section 16). Tensors arrive described as
+// (data pointer, dtype name, shape, strides in elements) tuples, so this
+// module does not depend on torch's C++ API; results leave as numpy arrays
+// that own their memory (torch.from_numpy wraps them without a copy).
+// Errors: a call's mistake (CallError, DispatchError, SpecError) is a
+// ValueError naming the argument; a variant MFAGEN_DISABLE_JIT forbids is
+// mfagen.MissingKernelError; the rest are RuntimeErrors.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit_kernels.h"
+#include "mfagen/cpu/backend.h"
+#include "mfagen/forward_dispatch.h"
+#include "session/attention_call.h"
+#include "session/call_error.h"
+#include "spec/kernel_spec.h"
+
+namespace py = pybind11;
+
+namespace mfagen::python {
+namespace {
+
+// Compiled kernels resolve the emulator's runtime symbols (__mf_*) in the
+// process's global scope; Python loads an extension and its libraries with
+// RTLD_LOCAL, so the cpu backend's library is promoted to global once.
+void expose_emulator_runtime() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&cpu::parse_constant_value), &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+
+JitKernels& jit() {
+  static JitKernels* kernels = new JitKernels();  // never destroyed: compiled modules outlive interpreter shutdown
+  return *kernels;
+}
+
+session::HostDType dtype_named(const std::string& name, const std::string& tensor) {
+  using session::HostDType;
+  static const std::pair<const char*, HostDType> kNames[] = {
+      {"float16", HostDType::float16}, {"bfloat16", HostDType::bfloat16}, {"float32", HostDType::float32},
+      {"float64", HostDType::float64}, {"bool", HostDType::boolean},      {"int32", HostDType::int32},
+      {"uint8", HostDType::uint8}};
+  for (const auto& [n, t] : kNames)
+    if (name == n) return t;
+  throw session::CallError(fmt::format("{}: dtype {} is not supported", tensor, name));
+}
+
+// (data_ptr, dtype, shape, strides) -> a HostTensor named `name`.
+session::HostTensor describe(const py::tuple& t, const std::string& name) {
+  session::HostTensor h;
+  h.name = name;
+  h.data = reinterpret_cast<const std::byte*>(t[0].cast<uintptr_t>());
+  h.dtype = dtype_named(t[1].cast<std::string>(), name);
+  h.shape = t[2].cast<std::vector<uint64_t>>();
+  h.strides = t[3].cast<std::vector<int64_t>>();
+  return h;
+}
+
+std::optional<session::HostTensor> describe_optional(const std::optional<py::tuple>& t, const std::string& name) {
+  if (!t) return std::nullopt;
+  return describe(*t, name);
+}
+
+py::array to_numpy(session::OutputTensor&& t) {
+  const size_t size = session::element_bytes(t.dtype);
+  // 16-bit floats leave as int16 bit patterns: numpy has no bfloat16 (Python views them as the dtype).
+  const py::dtype dtype = size == 2 ? py::dtype::of<int16_t>() : py::dtype::of<float>();
+  std::vector<int64_t> strides = t.strides.empty() ? session::contiguous_strides(t.shape) : t.strides;
+  for (int64_t& s : strides) s *= int64_t(size);
+  auto* owner = new std::vector<std::byte>(std::move(t.bytes));
+  py::capsule free(owner, [](void* p) { delete static_cast<std::vector<std::byte>*>(p); });
+  return py::array(dtype, t.shape, strides, owner->data(), free);
+}
+
+// cu_seqlens as the host holds them (int32, B + 1 entries), checked.
+session::PackedSequences packed_sequences(const session::HostTensor& cu_q, const session::HostTensor& cu_k,
+                                          const session::HostTensor& q, const session::HostTensor& k) {
+  session::PackedSequences p;
+  for (const session::HostTensor* t : {&cu_q, &cu_k}) {
+    if (t->dtype != session::HostDType::int32 || t->shape.size() != 1 || t->shape[0] < 1)
+      throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of batch + 1 offsets, found {} {}",
+                                           t->name, session::to_string(t->dtype), t->shape.size()));
+  }
+  if (cu_q.shape != cu_k.shape)
+    throw session::CallError(fmt::format("{} has {} entries and {} has {}: both hold batch + 1 offsets", cu_q.name,
+                                         cu_q.shape[0], cu_k.name, cu_k.shape[0]));
+  for (uint64_t i = 0; i < cu_q.shape[0]; ++i) {
+    p.cu_seqlens_q.push_back(int32_t(cu_q.value_at({i})));
+    p.cu_seqlens_k.push_back(int32_t(cu_k.value_at({i})));
+  }
+  p.batch = cu_q.shape[0] - 1;
+  for (uint64_t b = 0; b < p.batch; ++b) {
+    p.longest_q = std::max<uint64_t>(p.longest_q, uint64_t(std::max(0, p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b])));
+    p.longest_k = std::max<uint64_t>(p.longest_k, uint64_t(std::max(0, p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b])));
+  }
+  p.longest_q = std::max<uint64_t>(p.longest_q, 1);
+  p.longest_k = std::max<uint64_t>(p.longest_k, 1);
+  try {
+    check_cu_seqlens(p.cu_seqlens_q.data(), p.cu_seqlens_q.size(), p.batch, q.shape.at(0), p.longest_q, cu_q.name);
+    check_cu_seqlens(p.cu_seqlens_k.data(), p.cu_seqlens_k.size(), p.batch, k.shape.at(0), p.longest_k, cu_k.name);
+  } catch (const DispatchError& e) {
+    throw session::CallError(e.what());
+  }
+  return p;
+}
+
+py::dict attention(const std::string& spec_json, const py::tuple& q, const py::tuple& k, const py::tuple& v,
+                   const std::optional<py::tuple>& mask, const std::optional<py::tuple>& alibi_slopes,
+                   const std::optional<std::vector<float>>& sinks, const std::optional<py::tuple>& cu_seqlens_q,
+                   const std::optional<py::tuple>& cu_seqlens_k, const std::optional<py::tuple>& d_out,
+                   const std::optional<py::tuple>& out, const std::optional<py::tuple>& lse,
+                   std::optional<double> scale, std::optional<double> softcap, std::optional<int64_t> window_left,
+                   std::optional<int64_t> window_right, std::optional<double> dropout, uint64_t seed,
+                   uint32_t offset) {
+  session::AttentionInputs in;
+  in.q = describe(q, "query");
+  in.k = describe(k, "key");
+  in.v = describe(v, "value");
+  in.mask = describe_optional(mask, "attn_mask");
+  in.alibi_slopes = describe_optional(alibi_slopes, "alibi_slopes");
+  in.sinks = sinks;
+  in.d_out = describe_optional(d_out, "grad_output");
+  in.out = describe_optional(out, "out");
+  in.lse = describe_optional(lse, "softmax_lse");
+  if (cu_seqlens_q || cu_seqlens_k) {
+    if (!cu_seqlens_q || !cu_seqlens_k) throw session::CallError("cu_seqlens_q and cu_seqlens_k go together");
+    in.layout = session::TensorLayout::packed;
+    in.sequences = packed_sequences(describe(*cu_seqlens_q, "cu_seqlens_q"), describe(*cu_seqlens_k, "cu_seqlens_k"),
+                                    in.q, in.k);
+  }
+  session::AttentionOptions options;
+  options.scale = scale;
+  options.softcap = softcap;
+  options.window_left = window_left;
+  options.window_right = window_right;
+  options.dropout = dropout;
+  options.seed = seed;
+  options.offset = offset;
+
+  const session::SpecLibrary& set = jit().kernels(spec_json);
+  const session::KernelSet kernels{set, set.library.kernels().front().name,
+                                   [](const plan::KernelPlan& backward) -> const session::SpecLibrary& {
+                                     throw std::logic_error("the Python package passes out and lse to " +
+                                                            backward.entry);
+                                   }};
+  session::AttentionResult result;
+  {
+    py::gil_scoped_release unlocked;  // the emulation runs on its own threads
+    result = session::run_attention(kernels, in, options, jit().backend());
+  }
+  py::dict r;
+  r["kernel"] = result.plan->entry;
+  if (result.ran_forward) r["out"] = to_numpy(std::move(result.out));
+  if (result.ran_forward && result.has_lse) r["lse"] = to_numpy(std::move(result.lse));
+  if (result.dq) {
+    r["dq"] = to_numpy(std::move(*result.dq));
+    r["dk"] = to_numpy(std::move(*result.dk));
+    r["dv"] = to_numpy(std::move(*result.dv));
+  }
+  if (!result.d_sinks.empty()) r["d_sinks"] = result.d_sinks;
+  return r;
+}
+
+}  // namespace
+}  // namespace mfagen::python
+
+PYBIND11_MODULE(_mfagen, m) {
+  using namespace mfagen;
+  python::expose_emulator_runtime();
+  m.doc() = "mfagen's attention kernels on the cpu backend (an emulator of the generated Metal kernels)";
+  static py::exception<python::MissingKernelError> missing(m, "MissingKernelError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const python::MissingKernelError& e) {
+      missing(e.what());
+    } catch (const session::CallError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const DispatchError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const spec::SpecError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  m.def("attention", &python::attention, py::arg("spec"), py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),
+        py::arg("mask") = py::none(), py::arg("alibi_slopes") = py::none(), py::arg("sinks") = py::none(),
+        py::arg("cu_seqlens_q") = py::none(), py::arg("cu_seqlens_k") = py::none(),
+        py::arg("d_out") = py::none(), py::arg("out") = py::none(), py::arg("lse") = py::none(),
+        py::arg("scale") = py::none(), py::arg("softcap") = py::none(), py::arg("window_left") = py::none(),
+        py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
+        py::arg("offset") = 0,
+        "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
+  m.def("variants", [] { return python::jit().names(); }, "Names of the kernels generated in this process.");
+  m.def("jit_disabled", &python::jit_disabled, "Whether MFAGEN_DISABLE_JIT forbids generating kernels.");
+}

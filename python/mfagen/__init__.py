@@ -1,0 +1,24 @@
+"""mfagen: FlashAttention kernels generated per call from JSON specs.
+
+Python surface (DESIGN.md section 16):
+
+- ``mfagen.torch.scaled_dot_product_attention``: PyTorch's SDPA, same
+  signature and meaning, with autograd.
+
+CPU tensors run on mfagen's *cpu backend*, an emulator that executes the
+generated Metal kernels on the CPU with Metal's semantics. It is how the
+package is developed and tested without a Mac, and how a user checks a
+variant; it is correct, not fast.
+
+Kernels are generated on the first call of each variant (dtype, head dims,
+causal mode, mask kind, dropout, ...) in-process and kept for the process;
+the compiled objects are cached on disk (``MFAGEN_CACHE_DIR``, else
+``~/.cache/mfagen``). ``MFAGEN_DISABLE_JIT=1`` forbids generating: a missing
+variant raises :class:`MissingKernelError` naming it and its spec.
+``MFAGEN_TRACE=1`` prints which kernel served which calls at exit;
+``MFAGEN_DETECTORS=1`` runs the emulator with its race and bounds detectors.
+"""
+
+from ._mfagen import MissingKernelError, jit_disabled, variants
+
+__all__ = ["MissingKernelError", "jit_disabled", "variants"]

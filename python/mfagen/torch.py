@@ -1,0 +1,169 @@
+"""PyTorch's ``scaled_dot_product_attention`` on mfagen kernels.
+
+``mfagen.torch.scaled_dot_product_attention(q, k, v, attn_mask=None,
+dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)`` has PyTorch's
+signature and meaning (DESIGN.md section 3 with ``is_causal`` = top_left):
+heads at dim -3 after any leading batch dims, Ev may differ from E, a bool
+mask's True takes part, a float mask (query's dtype) is added to the scores,
+masks broadcast to (N, ..., Hq, L, S), ``is_causal`` with a mask is an error,
+any finite scale (negative and zero too), ``enable_gqa`` (query head h reads
+kv head h // (Hq / Hkv)), rows with no visible key give 0, and dropout is
+applied whenever ``dropout_p > 0`` (Philox4x32-10, DESIGN.md section 13; the
+keyword ``dropout_seed`` fixes the 64-bit seed, else it is drawn from torch's
+generator). Gradients flow to query, key and value through mfagen's backward
+kernels.
+
+CPU tensors run on the cpu backend, an emulator of the generated Metal
+kernels: correct, not fast. Bad inputs raise ValueError or TypeError naming
+the argument before any kernel runs; what mfagen does not serve raises
+NotImplementedError naming the argument, so callers can fall back.
+"""
+
+import math
+
+import torch
+
+from . import _kernels
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+def _check_tensor(name, t):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, found {type(t).__name__}")
+    if t.device.type == "mps":
+        raise NotImplementedError(f"{name}: MPS tensors are not served by this build (the Metal bridge is not built);"
+                                  " use CPU tensors (the cpu backend emulator)")
+    if t.device.type != "cpu":
+        raise ValueError(f"{name}: device {t.device}; expected a CPU tensor (mfagen runs them on its cpu backend)")
+    if t.is_sparse or t.layout != torch.strided:
+        raise TypeError(f"{name}: layout {t.layout}; expected a dense (strided) tensor")
+
+
+def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(name, t)
+    if query.dtype not in _kernels.KERNEL_DTYPES:
+        raise TypeError(f"query: dtype {query.dtype}; expected torch.float16, torch.bfloat16 or torch.float32")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype:
+            raise TypeError(f"{name}: dtype {t.dtype}; expected query's dtype {query.dtype}")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dim() < 2:
+            raise ValueError(f"{name}: shape {tuple(t.shape)}; expected at least 2 dimensions (..., seq, dim)")
+    if not (query.dim() == key.dim() == value.dim()):
+        raise ValueError(f"query, key and value have {query.dim()}, {key.dim()} and {value.dim()} dimensions;"
+                         " expected the same number")
+    if query.shape[:-3] != key.shape[:-3] or key.shape[:-3] != value.shape[:-3]:
+        raise ValueError(f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}:"
+                         " the batch dimensions (before heads, seq, dim) must match")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"key: shape {tuple(key.shape)}; its last dimension must be query's E = {query.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"value: shape {tuple(value.shape)}; its sequence length (dim -2) must be key's"
+                         f" {key.shape[-2]}")
+    if query.dim() >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv:
+            raise ValueError(f"value: {hv} heads (dim -3); expected key's {hk}")
+        if hq != hk and not enable_gqa:
+            raise ValueError(f"key: {hk} heads but query has {hq}; pass enable_gqa=True for grouped-query attention")
+        if hk == 0 or hq % hk != 0:
+            raise ValueError(f"key: {hk} heads; query's {hq} heads must be a multiple of them")
+    if not isinstance(dropout_p, (int, float)) or not (0.0 <= dropout_p <= 1.0):
+        raise ValueError(f"dropout_p: {dropout_p!r}; expected a probability in [0, 1]")
+    if dropout_p == 1.0:
+        raise NotImplementedError("dropout_p: 1.0 drops every weight; mfagen's dropout takes p < 1")
+    if is_causal and attn_mask is not None:
+        raise ValueError("is_causal: True with an attn_mask; PyTorch forbids both (fold causality into the mask)")
+    if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale)):
+        raise ValueError(f"scale: {scale!r}; expected a finite number or None")
+    if attn_mask is not None:
+        _check_tensor("attn_mask", attn_mask)
+        if attn_mask.dtype != torch.bool and attn_mask.dtype != query.dtype:
+            raise TypeError(f"attn_mask: dtype {attn_mask.dtype}; expected torch.bool or query's dtype {query.dtype}")
+        target = tuple(query.shape[:-1]) + (key.shape[-2],)
+        try:
+            broadcast = torch.broadcast_shapes(tuple(attn_mask.shape), target)
+        except RuntimeError:
+            broadcast = None
+        if broadcast != target:
+            raise ValueError(f"attn_mask: shape {tuple(attn_mask.shape)} does not broadcast to the attention"
+                             f" weights' shape {target}")
+        if attn_mask.dtype != torch.bool and attn_mask.requires_grad and torch.is_grad_enabled():
+            raise NotImplementedError("attn_mask: gradients with respect to a float mask are not served")
+
+
+class _Attention(torch.autograd.Function):
+    """out = attention(q, k, v); the backward kernel takes the forward's out and lse."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, variant, options):
+        result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, mask=mask, **options)
+        out = _kernels.tensor(result["out"], q.dtype)
+        lse = _kernels.tensor(result["lse"], torch.float32)
+        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ctx.variant, ctx.options = variant, options
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):
+        q, k, v, mask, out, lse = ctx.saved_tensors
+        result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, mask=mask,
+                              d_out=d_out.contiguous(), out=out, lse=lse, **ctx.options)
+        grads = [_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv")]
+        return grads[0], grads[1], grads[2], None, None, None
+
+
+def _kernel_mask(attn_mask, query, key, batch):
+    """The mask as the kernel reads it: 2 to 4 dims broadcasting to (B, Hq, L, S)."""
+    if attn_mask.dim() == 1:
+        attn_mask = attn_mask.unsqueeze(0)
+    if attn_mask.dim() > 4 or query.dim() != 4:
+        full = tuple(query.shape[:-1]) + (key.shape[-2],)
+        attn_mask = attn_mask.expand(full).reshape(batch, query.shape[-3], query.shape[-2], key.shape[-2])
+    return _kernels.rows_contiguous(attn_mask)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False, *, dropout_seed=None):
+    """PyTorch's ``torch.nn.functional.scaled_dot_product_attention`` on mfagen
+    kernels (see the module's documentation). ``dropout_seed``, an mfagen
+    extension, fixes the Philox seed of the dropout mask."""
+    _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if query.dim() == 2:  # (L, E): one head
+        out = scaled_dot_product_attention(query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0), attn_mask,
+                                           dropout_p, is_causal, scale, enable_gqa, dropout_seed=dropout_seed)
+        return out.squeeze(0)
+    batch_dims = tuple(query.shape[:-3])
+    heads_q, seq_q, dim = query.shape[-3:]
+    heads_kv, seq_k, dim_v = value.shape[-3:]
+    batch = math.prod(batch_dims)
+    out_shape = batch_dims + (heads_q, seq_q, dim_v)
+    if batch == 0 or heads_q == 0 or seq_q == 0 or seq_k == 0 or dim == 0 or dim_v == 0:
+        # Nothing to attend: PyTorch gives zeros (no key takes part); gradients are zero too.
+        anchor = (query.sum() + key.sum() + value.sum()) * 0
+        return torch.zeros(out_shape, dtype=query.dtype) + anchor
+
+    softmax_scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+    if softmax_scale < 0:  # the kernels take scales > 0: scale·<q, k> = |scale|·<-q, k>, exactly
+        query, softmax_scale = -query, -softmax_scale
+    elif softmax_scale == 0:  # every score 0: uniform weights, and no gradient reaches query
+        query, softmax_scale = query * 0, 1.0
+
+    q = _kernels.rows_contiguous(query.reshape(batch, heads_q, seq_q, dim))
+    k = _kernels.rows_contiguous(key.reshape(batch, heads_kv, seq_k, dim))
+    v = _kernels.rows_contiguous(value.reshape(batch, heads_kv, seq_k, dim_v))
+    mask = None
+    mask_kind = "none"
+    if attn_mask is not None:
+        mask = _kernel_mask(attn_mask, query, key, batch)
+        mask_kind = "bool" if mask.dtype == torch.bool else "additive"
+    variant = dict(dtype=_kernels.KERNEL_DTYPES[query.dtype], head_dim=dim, head_dim_v=dim_v,
+                   causal="top_left" if is_causal else "none", mask=mask_kind, dropout=dropout_p > 0)
+    options = dict(scale=softmax_scale)
+    if dropout_p > 0:
+        seed = dropout_seed if dropout_seed is not None else int(torch.randint(0, 2**62, (1,)).item())
+        options.update(dropout=float(dropout_p), seed=int(seed) & (2**64 - 1))
+    out = _Attention.apply(q, k, v, mask, variant, options)
+    return out.reshape(out_shape)
