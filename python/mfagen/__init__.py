@@ -4,6 +4,8 @@ Python surface (DESIGN.md section 16):
 
 - ``mfagen.torch.scaled_dot_product_attention``: PyTorch's SDPA, same
   signature and meaning, with autograd.
+- ``mfagen.flash_attn``: flash-attn 2.8's dense, packed and varlen functions,
+  with autograd.
 
 CPU tensors run on mfagen's *cpu backend*, an emulator that executes the
 generated Metal kernels on the CPU with Metal's semantics. It is how the
