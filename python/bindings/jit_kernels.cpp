@@ -30,6 +30,8 @@ JitKernels::JitKernels() {
     std::lock_guard lock(mutex_);
     return sources_.at(kernel.file);
   });
+  if (const char* name = std::getenv("MFAGEN_BACKEND"); name && std::strcmp(name, "record") == 0)
+    recording_ = std::make_unique<RecordingBackend>();
 }
 
 const session::SpecLibrary& JitKernels::kernels(const std::string& spec_json) {

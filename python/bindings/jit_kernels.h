@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "mfagen/cpu_backend.h"
+#include "recording_backend.h"
 #include "session/spec_library.h"
 
 namespace mfagen::python {
@@ -31,13 +32,17 @@ class JitKernels {
   const session::SpecLibrary& kernels(const std::string& spec_json);
   // The variants generated so far, by kernel name.
   std::vector<std::string> names() const;
-  Backend& backend() { return *backend_; }
+  // The cpu backend, or with MFAGEN_BACKEND=record one that launches nothing (benchmarks).
+  Backend& backend() { return recording_ ? static_cast<Backend&>(*recording_) : *backend_; }
+  // Runs the recording backend was given (0 without it).
+  uint64_t recorded_runs() const { return recording_ ? recording_->runs() : 0; }
 
  private:
   mutable std::mutex mutex_;  // guards the maps; kernels are immutable once made
   std::unordered_map<std::string, std::unique_ptr<session::SpecLibrary>> by_spec_;
   std::unordered_map<std::string, std::string> sources_;  // MSL by kernel file name (unique: it carries the hash)
   std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<RecordingBackend> recording_;
 };
 
 // Whether MFAGEN_DISABLE_JIT is set to anything but "" or "0".

@@ -114,10 +114,37 @@ session::PackedSequences packed_sequences(const session::HostTensor& cu_q, const
   return p;
 }
 
+// A paged cache's block table (B, max_pages) and lengths (B,), int32, checked against the cache.
+session::PagedCacheInputs paged_cache(const session::HostTensor& table, const session::HostTensor& lengths,
+                                      const session::HostTensor& q, const session::HostTensor& k_cache) {
+  if (table.dtype != session::HostDType::int32 || table.shape.size() != 2)
+    throw session::CallError(fmt::format("{}: expected a 2-d int32 tensor (batch, max_pages)", table.name));
+  if (lengths.dtype != session::HostDType::int32 || lengths.shape.size() != 1 || lengths.shape[0] != table.shape[0])
+    throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of {} lengths", lengths.name,
+                                         table.shape[0]));
+  if (q.shape.empty() || k_cache.shape.size() != 4)
+    throw session::CallError(fmt::format("{}: expected a 4-d (num_pages, page_size, heads, dim) cache", k_cache.name));
+  session::PagedCacheInputs c;
+  c.max_pages = table.shape[1];
+  for (uint64_t b = 0; b < table.shape[0]; ++b) {
+    for (uint64_t p = 0; p < c.max_pages; ++p) c.block_table.push_back(int32_t(table.value_at({b, p})));
+    c.cache_seqlens.push_back(int32_t(lengths.value_at({b})));
+    c.longest = std::max<uint64_t>(c.longest, uint64_t(std::max(0, c.cache_seqlens.back())));
+  }
+  try {
+    check_paged_cache(c.block_table.data(), c.cache_seqlens.data(), q.shape[0], c.max_pages, k_cache.shape[0],
+                      k_cache.shape[1], c.longest);
+  } catch (const DispatchError& e) {
+    throw session::CallError(e.what());
+  }
+  return c;
+}
+
 py::dict attention(const std::string& spec_json, const py::tuple& q, const py::tuple& k, const py::tuple& v,
                    const std::optional<py::tuple>& mask, const std::optional<py::tuple>& alibi_slopes,
                    const std::optional<std::vector<float>>& sinks, const std::optional<py::tuple>& cu_seqlens_q,
-                   const std::optional<py::tuple>& cu_seqlens_k, const std::optional<py::tuple>& d_out,
+                   const std::optional<py::tuple>& cu_seqlens_k, const std::optional<py::tuple>& block_table,
+                   const std::optional<py::tuple>& cache_seqlens, const std::optional<py::tuple>& d_out,
                    const std::optional<py::tuple>& out, const std::optional<py::tuple>& lse,
                    std::optional<double> scale, std::optional<double> softcap, std::optional<int64_t> window_left,
                    std::optional<int64_t> window_right, std::optional<double> dropout, uint64_t seed,
@@ -137,6 +164,12 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
     in.layout = session::TensorLayout::packed;
     in.sequences = packed_sequences(describe(*cu_seqlens_q, "cu_seqlens_q"), describe(*cu_seqlens_k, "cu_seqlens_k"),
                                     in.q, in.k);
+  }
+  if (block_table || cache_seqlens) {
+    if (!block_table || !cache_seqlens) throw session::CallError("block_table and cache_seqlens go together");
+    in.layout = session::TensorLayout::paged;
+    in.cache = paged_cache(describe(*block_table, "block_table"), describe(*cache_seqlens, "cache_seqlens"), in.q,
+                           in.k);
   }
   session::AttentionOptions options;
   options.scale = scale;
@@ -195,11 +228,16 @@ PYBIND11_MODULE(_mfagen, m) {
   m.def("attention", &python::attention, py::arg("spec"), py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),
         py::arg("mask") = py::none(), py::arg("alibi_slopes") = py::none(), py::arg("sinks") = py::none(),
         py::arg("cu_seqlens_q") = py::none(), py::arg("cu_seqlens_k") = py::none(),
+        py::arg("block_table") = py::none(), py::arg("cache_seqlens") = py::none(),
         py::arg("d_out") = py::none(), py::arg("out") = py::none(), py::arg("lse") = py::none(),
         py::arg("scale") = py::none(), py::arg("softcap") = py::none(), py::arg("window_left") = py::none(),
         py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
         py::arg("offset") = 0,
         "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
   m.def("variants", [] { return python::jit().names(); }, "Names of the kernels generated in this process.");
+  m.def("recorded_runs", [] { return python::jit().recorded_runs(); },
+        "Runs the MFAGEN_BACKEND=record backend was given (benchmarks of the call path).");
+  m.def("backend_name", [] { return std::string(python::jit().backend().name()); },
+        "The backend calls run on: cpu (the emulator), or record (MFAGEN_BACKEND=record: launches nothing).");
   m.def("jit_disabled", &python::jit_disabled, "Whether MFAGEN_DISABLE_JIT forbids generating kernels.");
 }

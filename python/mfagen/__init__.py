@@ -21,6 +21,6 @@ variant raises :class:`MissingKernelError` naming it and its spec.
 ``MFAGEN_DETECTORS=1`` runs the emulator with its race and bounds detectors.
 """
 
-from ._mfagen import MissingKernelError, jit_disabled, variants
+from ._mfagen import MissingKernelError, backend_name, jit_disabled, recorded_runs, variants
 
-__all__ = ["MissingKernelError", "jit_disabled", "variants"]
+__all__ = ["MissingKernelError", "backend_name", "jit_disabled", "recorded_runs", "variants"]

@@ -15,6 +15,14 @@ with ``dropout_p > 0`` raises NotImplementedError. ``deterministic`` is
 accepted and always true here: mfagen's backward uses no atomics. Dropout uses
 mfagen's Philox mask (DESIGN.md section 13), not flash-attn's CUDA pattern.
 
+``flash_attn_with_kvcache`` (inference, no backward, as in flash-attn) appends
+new k and v in place at ``cache_seqlens`` (dense caches, ``cache_batch_idx``,
+or paged caches through ``block_table``, any page size), applies rotary
+embeddings (``rotary_cos``/``rotary_sin``, interleaved or not) and attends
+through mfagen's paged-cache kernel (a dense cache is read as one page per
+batch row). ``cache_leftpad`` raises NotImplementedError; ``num_splits`` is
+accepted and ignored (mfagen chooses splits).
+
 Gradients flow to q, k and v through mfagen's backward kernels. CPU tensors run
 on the cpu backend, an emulator of the generated Metal kernels: correct, not
 fast. Anything not served raises NotImplementedError naming the argument.
@@ -34,6 +42,7 @@ __all__ = [
     "flash_attn_varlen_func",
     "flash_attn_varlen_qkvpacked_func",
     "flash_attn_varlen_kvpacked_func",
+    "flash_attn_with_kvcache",
 ]
 
 
@@ -224,3 +233,138 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
     return flash_attn_varlen_func(q, kv[:, 0], kv[:, 1], cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                   dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
                                   return_attn_probs)
+
+
+def _rotary(x, cos, sin, positions, interleaved):
+    """flash-attn's rotary embedding of x (B, S, H, D) at integer positions (B, S): the first
+    2·cos.shape[1] features rotate, in pairs (2i, 2i+1) if interleaved, else halves."""
+    rotary_dim = 2 * cos.shape[1]
+    c = cos[positions].unsqueeze(2).float()  # (B, S, 1, rotary_dim / 2)
+    s = sin[positions].unsqueeze(2).float()
+    r = x[..., :rotary_dim].float()
+    if interleaved:
+        x0, x1 = r[..., 0::2], r[..., 1::2]
+        rotated = torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1).flatten(-2)
+    else:
+        x0, x1 = r[..., : rotary_dim // 2], r[..., rotary_dim // 2:]
+        rotated = torch.cat((x0 * c - x1 * s, x0 * s + x1 * c), dim=-1)
+    return torch.cat((rotated.to(x.dtype), x[..., rotary_dim:]), dim=-1)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+    """flash-attn's ``flash_attn_with_kvcache``: q (B, Sq, H, D) against k_cache, v_cache (B_cache, S_cache,
+    Hk, D) or, with block_table (B, max_pages) int32, (num_pages, page_size, Hk, D); new k, v (B, S_new, Hk, D)
+    are written into the caches at cache_seqlens first. Returns out (B, Sq, H, Dv), and softmax_lse (B, H, Sq)
+    with return_softmax_lse."""
+    _check_common(q, k_cache, v_cache, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
+    batch, seq_q = q.shape[0], q.shape[1]
+    if cache_leftpad is not None:
+        raise NotImplementedError("cache_leftpad: left-padded caches are not served yet")
+    if (k is None) != (v is None):
+        raise ValueError("k, v: new keys and values go together")
+    if (rotary_cos is None) != (rotary_sin is None):
+        raise ValueError("rotary_cos, rotary_sin: they go together")
+    paged = block_table is not None
+    if paged:
+        _check_tensor("block_table", block_table)
+        if block_table.dtype != torch.int32 or block_table.dim() != 2 or block_table.shape[0] != batch:
+            raise ValueError(f"block_table: {block_table.dtype} of shape {tuple(block_table.shape)}; expected int32 "
+                             f"({batch}, max_pages)")
+        if cache_batch_idx is not None:
+            raise ValueError("cache_batch_idx: it selects rows of a dense cache; a paged cache has block_table")
+        page_size = k_cache.shape[1]
+        capacity = block_table.shape[1] * page_size
+        if block_table.numel() and (block_table.min() < 0 or block_table.max() >= k_cache.shape[0]):
+            raise ValueError(f"block_table: pages {block_table.min().item()}..{block_table.max().item()}; expected "
+                             f"0..{k_cache.shape[0] - 1} (num_pages of k_cache)")
+    else:
+        if cache_batch_idx is None:
+            if k_cache.shape[0] != batch:
+                raise ValueError(f"k_cache: batch {k_cache.shape[0]}; expected q's {batch} (or cache_batch_idx)")
+            rows = torch.arange(batch, dtype=torch.int32)
+        else:
+            _check_tensor("cache_batch_idx", cache_batch_idx)
+            if cache_batch_idx.dtype != torch.int32 or cache_batch_idx.shape != (batch,):
+                raise ValueError(f"cache_batch_idx: {cache_batch_idx.dtype} of shape {tuple(cache_batch_idx.shape)}; "
+                                 f"expected int32 ({batch},)")
+            if cache_batch_idx.min() < 0 or cache_batch_idx.max() >= k_cache.shape[0]:
+                raise ValueError(f"cache_batch_idx: rows {cache_batch_idx.tolist()}; expected 0..{k_cache.shape[0] - 1}")
+            rows = cache_batch_idx
+        block_table = rows.view(batch, 1)  # a dense cache is a paged one with a page per batch row
+        page_size = capacity = k_cache.shape[1]
+    if cache_seqlens is None:
+        lengths = torch.full((batch,), capacity if k is None else capacity - k.shape[1], dtype=torch.int32)
+    elif isinstance(cache_seqlens, int):
+        lengths = torch.full((batch,), cache_seqlens, dtype=torch.int32)
+    else:
+        _check_tensor("cache_seqlens", cache_seqlens)
+        if cache_seqlens.dtype != torch.int32 or cache_seqlens.shape != (batch,):
+            raise ValueError(f"cache_seqlens: {cache_seqlens.dtype} of shape {tuple(cache_seqlens.shape)}; expected "
+                             f"an int or int32 ({batch},)")
+        lengths = cache_seqlens
+    new = 0 if k is None else k.shape[1]
+    if k is not None:
+        for name, t, cache in (("k", k, k_cache), ("v", v, v_cache)):
+            _check_tensor(name, t)
+            if t.dtype != q.dtype or t.dim() != 4 or t.shape[0] != batch or t.shape[2:] != cache.shape[2:]:
+                raise ValueError(f"{name}: {t.dtype} of shape {tuple(t.shape)}; expected {q.dtype} (batch {batch}, "
+                                 f"S_new, {cache.shape[2]}, {cache.shape[3]})")
+    if lengths.min() < 0 or lengths.max() + new > capacity:
+        raise ValueError(f"cache_seqlens: {lengths.tolist()} plus {new} new keys; expected each within the cache's "
+                         f"{capacity} slots")
+    if rotary_cos is not None:
+        if rotary_cos.dim() != 2 or 2 * rotary_cos.shape[1] > q.shape[-1] or rotary_sin.shape != rotary_cos.shape:
+            raise ValueError(f"rotary_cos: shape {tuple(rotary_cos.shape)}; expected (seqlen_ro, rotary_dim / 2) with "
+                             f"rotary_dim <= {q.shape[-1]}, and rotary_sin the same")
+        need = lengths.max().item() + max(new, seq_q)
+        if rotary_cos.shape[0] < need:
+            raise ValueError(f"rotary_cos: {rotary_cos.shape[0]} positions; this call needs {need}")
+
+    with torch.no_grad():
+        lengths64 = lengths.long()
+        if rotary_cos is not None:
+            if causal or window_size[0] >= 0 or window_size[1] >= 0:
+                q_positions = lengths64.view(-1, 1) + torch.arange(seq_q).view(1, -1)
+            else:
+                q_positions = lengths64.view(-1, 1).expand(batch, seq_q)
+            q = _rotary(q, rotary_cos, rotary_sin, q_positions, rotary_interleaved)
+        if k is not None:
+            positions = lengths64.view(-1, 1) + torch.arange(new).view(1, -1)  # (B, S_new)
+            if rotary_cos is not None:
+                k = _rotary(k, rotary_cos, rotary_sin, positions, rotary_interleaved)
+            pages = block_table.long().gather(1, positions // page_size)
+            slots = positions % page_size
+            k_cache[pages, slots] = k  # in place, as flash-attn appends
+            v_cache[pages, slots] = v
+        seen = (lengths64 + new).to(torch.int32)
+        scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else float(softmax_scale)
+        if scale < 0:
+            q, scale = -q, -scale
+        elif scale == 0:
+            q, scale = q * 0, 1.0
+        left, right = window_size
+        if causal:
+            right = 0
+        window = left >= 0 or (right >= 0 and not causal)
+        variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=q.shape[-1], head_dim_v=v_cache.shape[-1],
+                       causal="bottom_right" if causal else "none", window=window, softcap=softcap > 0,
+                       alibi=alibi_slopes is not None, kv_cache="paged")
+        options = dict(scale=scale)
+        if window:
+            options.update(window_left=left, window_right=right)
+        if softcap > 0:
+            options["softcap"] = float(softcap)
+        tensors = dict(block_table=block_table.contiguous(), cache_seqlens=seen)
+        if alibi_slopes is not None:
+            tensors["alibi_slopes"] = alibi_slopes.contiguous()
+        q_bhsd = _kernels.rows_contiguous(q.transpose(1, 2))
+        result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q_bhsd, k_cache, v_cache, **tensors,
+                              **options)
+        out = _kernels.tensor(result["out"], q.dtype).transpose(1, 2)
+        if not return_softmax_lse:
+            return out
+        lse = _kernels.tensor(result["lse"], torch.float32)
+        return out, torch.where(lse == float("-inf"), torch.full_like(lse, float("inf")), lse)

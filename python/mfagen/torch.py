@@ -94,14 +94,17 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
             raise NotImplementedError("attn_mask: gradients with respect to a float mask are not served")
 
 
+def _forward(q, k, v, mask, variant, options):
+    result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, mask=mask, **options)
+    return _kernels.tensor(result["out"], q.dtype), _kernels.tensor(result["lse"], torch.float32)
+
+
 class _Attention(torch.autograd.Function):
     """out = attention(q, k, v); the backward kernel takes the forward's out and lse."""
 
     @staticmethod
     def forward(ctx, q, k, v, mask, variant, options):
-        result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, mask=mask, **options)
-        out = _kernels.tensor(result["out"], q.dtype)
-        lse = _kernels.tensor(result["lse"], torch.float32)
+        out, lse = _forward(q, k, v, mask, variant, options)
         ctx.save_for_backward(q, k, v, mask, out, lse)
         ctx.variant, ctx.options = variant, options
         return out
@@ -115,13 +118,12 @@ class _Attention(torch.autograd.Function):
         return grads[0], grads[1], grads[2], None, None, None
 
 
-def _kernel_mask(attn_mask, query, key, batch):
+def _kernel_mask(attn_mask, weights_shape, batch):
     """The mask as the kernel reads it: 2 to 4 dims broadcasting to (B, Hq, L, S)."""
     if attn_mask.dim() == 1:
         attn_mask = attn_mask.unsqueeze(0)
-    if attn_mask.dim() > 4 or query.dim() != 4:
-        full = tuple(query.shape[:-1]) + (key.shape[-2],)
-        attn_mask = attn_mask.expand(full).reshape(batch, query.shape[-3], query.shape[-2], key.shape[-2])
+    if attn_mask.dim() > 4 or len(weights_shape) != 4:
+        attn_mask = attn_mask.expand(weights_shape).reshape((batch,) + weights_shape[-3:])
     return _kernels.rows_contiguous(attn_mask)
 
 
@@ -151,13 +153,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     elif softmax_scale == 0:  # every score 0: uniform weights, and no gradient reaches query
         query, softmax_scale = query * 0, 1.0
 
-    q = _kernels.rows_contiguous(query.reshape(batch, heads_q, seq_q, dim))
-    k = _kernels.rows_contiguous(key.reshape(batch, heads_kv, seq_k, dim))
-    v = _kernels.rows_contiguous(value.reshape(batch, heads_kv, seq_k, dim_v))
+    weights_shape = tuple(query.shape[:-1]) + (seq_k,)  # (N, ..., Hq, L, S), before the batch dims merge
+    if query.dim() != 4:  # leading batch dims merge into one (a view where their strides allow)
+        query = query.reshape(batch, heads_q, seq_q, dim)
+        key = key.reshape(batch, heads_kv, seq_k, dim)
+        value = value.reshape(batch, heads_kv, seq_k, dim_v)
+    q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
     mask = None
     mask_kind = "none"
     if attn_mask is not None:
-        mask = _kernel_mask(attn_mask, query, key, batch)
+        mask = _kernel_mask(attn_mask, weights_shape, batch)
         mask_kind = "bool" if mask.dtype == torch.bool else "additive"
     variant = dict(dtype=_kernels.KERNEL_DTYPES[query.dtype], head_dim=dim, head_dim_v=dim_v,
                    causal="top_left" if is_causal else "none", mask=mask_kind, dropout=dropout_p > 0)
@@ -165,5 +170,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0:
         seed = dropout_seed if dropout_seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         options.update(dropout=float(dropout_p), seed=int(seed) & (2**64 - 1))
-    out = _Attention.apply(q, k, v, mask, variant, options)
-    return out.reshape(out_shape)
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        out = _Attention.apply(q, k, v, mask, variant, options)
+    else:  # nothing to differentiate: no autograd node (its cost is a quarter of a cached call's path)
+        out = _forward(q, k, v, mask, variant, options)[0]
+    return out if len(out_shape) == 4 else out.reshape(out_shape)
