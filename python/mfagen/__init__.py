@@ -5,7 +5,7 @@ Python surface (DESIGN.md section 16):
 - ``mfagen.torch.scaled_dot_product_attention``: PyTorch's SDPA, same
   signature and meaning, with autograd.
 - ``mfagen.flash_attn``: flash-attn 2.8's dense, packed and varlen functions,
-  with autograd.
+  with autograd, and ``flash_attn_with_kvcache``.
 
 CPU tensors run on mfagen's *cpu backend*, an emulator that executes the
 generated Metal kernels on the CPU with Metal's semantics. It is how the
@@ -18,7 +18,9 @@ the compiled objects are cached on disk (``MFAGEN_CACHE_DIR``, else
 ``~/.cache/mfagen``). ``MFAGEN_DISABLE_JIT=1`` forbids generating: a missing
 variant raises :class:`MissingKernelError` naming it and its spec.
 ``MFAGEN_TRACE=1`` prints which kernel served which calls at exit;
-``MFAGEN_DETECTORS=1`` runs the emulator with its race and bounds detectors.
+``MFAGEN_DETECTORS=1`` runs the emulator with its race and bounds detectors;
+``MFAGEN_BACKEND=record`` replaces it with a backend that launches nothing
+(outputs stay zero) to measure the call path (examples/python/call_overhead.py).
 """
 
 from ._mfagen import MissingKernelError, backend_name, jit_disabled, recorded_runs, variants
