@@ -21,7 +21,9 @@ or paged caches through ``block_table``, any page size), applies rotary
 embeddings (``rotary_cos``/``rotary_sin``, interleaved or not) and attends
 through mfagen's paged-cache kernel (a dense cache is read as one page per
 batch row). ``cache_leftpad`` raises NotImplementedError; ``num_splits`` is
-accepted and ignored (mfagen chooses splits).
+accepted and ignored (mfagen chooses splits). ``flash_attn_func`` and
+``flash_attn_varlen_func`` also take the keyword ``sinks`` (gpt-oss's attention
+sinks, (H,) float32, with a gradient).
 
 Gradients flow to q, k and v through mfagen's backward kernels. CPU tensors run
 on the cpu backend, an emulator of the generated Metal kernels: correct, not
@@ -50,7 +52,9 @@ class _FlashAttention(torch.autograd.Function):
     """out, lse = attention(q, k, v) in BHSD (dense) or THD (varlen) views; lse is not differentiable."""
 
     @staticmethod
-    def forward(ctx, q, k, v, variant, options, tensors):
+    def forward(ctx, q, k, v, sinks, variant, options, tensors):
+        if sinks is not None:
+            options = dict(options, sinks=sinks.tolist())
         result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, **tensors, **options)
         out = _kernels.tensor(result["out"], q.dtype)
         lse = _kernels.tensor(result["lse"], torch.float32)
@@ -65,7 +69,8 @@ class _FlashAttention(torch.autograd.Function):
         result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, d_out=d_out.contiguous(),
                               out=out, lse=lse, **ctx.tensors, **ctx.options)
         dq, dk, dv = (_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv"))
-        return dq, dk, dv, None, None, None
+        d_sinks = torch.tensor(result["d_sinks"], dtype=torch.float32) if "d_sinks" in result else None
+        return dq, dk, dv, d_sinks, None, None, None
 
 
 def _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, rank):
@@ -105,7 +110,7 @@ def _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi
 
 
 def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, tensors,
-         varlen):
+         varlen, sinks=None):
     """q, k, v as the kernel reads them ((B, H, S, D) views or (T, H, D)); returns flash-attn's result."""
     dim, dim_v = q.shape[-1], v.shape[-1]
     scale = 1.0 / math.sqrt(dim) if softmax_scale is None else float(softmax_scale)
@@ -119,7 +124,7 @@ def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
     window = left >= 0 or (right >= 0 and not causal)
     variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=dim, head_dim_v=dim_v,
                    causal="bottom_right" if causal else "none", window=window, softcap=softcap > 0,
-                   alibi=alibi_slopes is not None, dropout=dropout_p > 0)
+                   alibi=alibi_slopes is not None, dropout=dropout_p > 0, sinks=sinks is not None)
     if varlen:
         variant["layout"] = "varlen"
     options = dict(scale=scale)
@@ -132,8 +137,20 @@ def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
     if alibi_slopes is not None:
         tensors = dict(tensors, alibi_slopes=alibi_slopes.contiguous())
     q, k, v = (_kernels.rows_contiguous(t) for t in (q, k, v))
-    out, lse = _FlashAttention.apply(q, k, v, variant, options, tensors)
+    out, lse = _FlashAttention.apply(q, k, v, sinks, variant, options, tensors)
     return out, lse
+
+
+def _check_sinks(sinks, heads):
+    if sinks is None:
+        return
+    _check_tensor("sinks", sinks)
+    if sinks.dtype != torch.float32:
+        raise TypeError(f"sinks: dtype {sinks.dtype}; expected torch.float32 (one logit per query head)")
+    if sinks.shape != (heads,):
+        raise ValueError(f"sinks: shape {tuple(sinks.shape)}; expected ({heads},), one logit per query head")
+    if torch.isnan(sinks).any() or (sinks == float("inf")).any():
+        raise ValueError("sinks: holds NaN or +inf; expected finite logits (or -inf: a head without a sink)")
 
 
 def _result(out, lse, return_attn_probs):
@@ -145,16 +162,19 @@ def _result(out, lse, return_attn_probs):
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                    alibi_slopes=None, deterministic=False, return_attn_probs=False):
-    """flash-attn's ``flash_attn_func``: q (B, Sq, H, D), k and v (B, Sk, Hk, D) -> out (B, Sq, H, Dv)."""
+                    alibi_slopes=None, deterministic=False, return_attn_probs=False, *, sinks=None):
+    """flash-attn's ``flash_attn_func``: q (B, Sq, H, D), k and v (B, Sk, Hk, D) -> out (B, Sq, H, Dv).
+    ``sinks`` (an mfagen keyword, gpt-oss's attention sinks): (H,) float32 logits of an extra softmax column
+    per query head that takes weight but has no value (DESIGN.md section 13); differentiable."""
     _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 4)
+    _check_sinks(sinks, q.shape[2])
     if q.shape[0] != k.shape[0]:
         raise ValueError(f"k: batch {k.shape[0]}; expected q's {q.shape[0]}")
     if min(q.shape) == 0 or min(k.shape) == 0:
         raise NotImplementedError(f"q: shape {tuple(q.shape)}, k: shape {tuple(k.shape)}: empty dimensions are not "
                                   "served")
     out, lse = _run(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p, softmax_scale, causal,
-                    window_size, softcap, alibi_slopes, return_attn_probs, {}, varlen=False)
+                    window_size, softcap, alibi_slopes, return_attn_probs, {}, varlen=False, sinks=sinks)
     return _result(out.transpose(1, 2), lse, return_attn_probs)
 
 
@@ -192,10 +212,11 @@ def _check_cu_seqlens(name, cu, total, max_seqlen, max_name):
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                           deterministic=False, return_attn_probs=False, block_table=None):
+                           deterministic=False, return_attn_probs=False, block_table=None, *, sinks=None):
     """flash-attn's ``flash_attn_varlen_func``: q (total_q, H, D), k and v (total_k, Hk, D), sequence b being
     rows cu_seqlens[b]..cu_seqlens[b+1]-1 -> out (total_q, H, Dv); softmax_lse (H, total_q)."""
     _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 3)
+    _check_sinks(sinks, q.shape[1])
     if block_table is not None:
         raise NotImplementedError("block_table: paged k/v caches through flash_attn_varlen_func are not served yet")
     _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q")
@@ -207,7 +228,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         raise NotImplementedError("q, k: no packed rows; empty batches are not served")
     tensors = dict(cu_seqlens_q=cu_seqlens_q.contiguous(), cu_seqlens_k=cu_seqlens_k.contiguous())
     out, lse = _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
-                    tensors, varlen=True)
+                    tensors, varlen=True, sinks=sinks)
     return _result(out, lse, return_attn_probs)
 
 

@@ -205,3 +205,32 @@ def test_bad_inputs_raise_named_errors_before_any_kernel(call, error, words):
     assert words in str(raised.value)
     assert sorted(mfagen.variants()) == before
     assert all(torch.equal(a, b) for a, b in zip((q, k, v), saved))
+
+
+def test_attention_sinks_and_their_gradient():
+    q, k, v = bshd(sq=6, sk=6)
+    sinks = torch.tensor([0.5, -1.0])
+    leaves = [t.clone().requires_grad_() for t in (q, k, v, sinks)]
+    out, lse, _ = flash_attn_func(*leaves[:3], causal=True, sinks=leaves[3], return_attn_probs=True)
+    # Reference: an extra softmax column of logit sinks[h] per row, never masked, with no value.
+    rq, rk, rv, rs = float64_leaves(q, k, v, sinks)
+    qd, kd, vd = (t.transpose(1, 2) for t in (rq, rk, rv))
+    scores = qd @ kd.transpose(-2, -1) / math.sqrt(12)
+    scores = scores.masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+    with_sink = torch.cat((scores, rs.view(1, 2, 1, 1).expand(2, 2, 6, 1)), dim=-1)
+    weights = torch.softmax(with_sink, dim=-1)[..., :-1]
+    ref = (weights @ vd).transpose(1, 2)
+    assert_close(out, ref, F32, what="out")
+    assert_close(lse, torch.logsumexp(with_sink, dim=-1).detach(), F32, what="softmax_lse")
+    grad_out = torch.randn(out.shape)
+    for name, g, r in zip(["q", "k", "v", "sinks"], torch.autograd.grad(out, leaves, grad_out),
+                          torch.autograd.grad(ref, [rq, rk, rv, rs], grad_out.double())):
+        assert_close(g, r, F32, gradient=True, what=f"d{name}")
+
+
+def test_sinks_errors_name_the_argument():
+    q, k, v = bshd()
+    with pytest.raises(ValueError, match="sinks: shape \\(3,\\); expected \\(2,\\)"):
+        flash_attn_func(q, k, v, sinks=torch.zeros(3))
+    with pytest.raises(TypeError, match="sinks: dtype torch.float64"):
+        flash_attn_func(q, k, v, sinks=torch.zeros(2, dtype=torch.float64))
