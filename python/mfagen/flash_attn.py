@@ -35,7 +35,7 @@ import math
 import torch
 
 from . import _kernels
-from .torch import _check_tensor
+from .torch import _check_tensor, _refuse_second_order
 
 __all__ = [
     "flash_attn_func",
@@ -65,6 +65,7 @@ class _FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out, _d_lse):
+        _refuse_second_order()
         q, k, v, out, lse = ctx.saved_tensors
         result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, d_out=d_out.contiguous(),
                               out=out, lse=lse, **ctx.tensors, **ctx.options)

@@ -11,7 +11,8 @@ kv head h // (Hq / Hkv)), rows with no visible key give 0, and dropout is
 applied whenever ``dropout_p > 0`` (Philox4x32-10, DESIGN.md section 13; the
 keyword ``dropout_seed`` fixes the 64-bit seed, else it is drawn from torch's
 generator). Gradients flow to query, key and value through mfagen's backward
-kernels.
+kernels; second-order gradients (``create_graph=True``) raise
+NotImplementedError.
 
 CPU tensors run on the cpu backend, an emulator of the generated Metal
 kernels: correct, not fast. Bad inputs raise ValueError or TypeError naming
@@ -94,6 +95,13 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
             raise NotImplementedError("attn_mask: gradients with respect to a float mask are not served")
 
 
+def _refuse_second_order():
+    """Backward with create_graph=True runs in grad mode: the gradients would be used as differentiable, and
+    mfagen has no second-order kernels, so this raises rather than silently dropping those terms."""
+    if torch.is_grad_enabled():
+        raise NotImplementedError("create_graph: second-order gradients through mfagen attention are not served")
+
+
 def _forward(q, k, v, mask, variant, options):
     result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, mask=mask, **options)
     return _kernels.tensor(result["out"], q.dtype), _kernels.tensor(result["lse"], torch.float32)
@@ -111,6 +119,7 @@ class _Attention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out):
+        _refuse_second_order()
         q, k, v, mask, out, lse = ctx.saved_tensors
         result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, mask=mask,
                               d_out=d_out.contiguous(), out=out, lse=lse, **ctx.options)

@@ -177,3 +177,14 @@ def test_dropout_without_a_seed_draws_from_torch_generator():
     again = mt.scaled_dot_product_attention(q, k, v, dropout_p=0.3)
     assert torch.equal(first, again)
     assert not torch.equal(first, second)
+
+
+def test_second_order_gradients_raise_instead_of_being_wrong():
+    q, k, v = (t.requires_grad_() for t in qkv())
+    out = mt.scaled_dot_product_attention(q, k, v)
+    # Without second-order kernels, gradients meant to be differentiated again must raise, not silently
+    # lose their dependence on q, k and v.
+    with pytest.raises(NotImplementedError, match="create_graph: second-order gradients"):
+        torch.autograd.grad(out.sum(), q, create_graph=True)
+    (dq,) = torch.autograd.grad(out.sum(), q)  # first order still works
+    assert dq.shape == q.shape
