@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "plan/kernel_plan.h"
+#include "spec/canonical.h"
 #include "spec/spec_parser.h"
 
 namespace mfagen::python {
@@ -41,14 +42,23 @@ const session::SpecLibrary& JitKernels::kernels(const std::string& spec_json) {
   }
   std::vector<spec::KernelSpec> specs = spec::parse_spec_text(spec_json, "<variant>");
   if (specs.size() != 1) throw std::logic_error("a variant is one kernel spec: " + spec_json);
-  if (jit_disabled())
+  const std::string name = spec::derived_name(specs.front());
+  std::unique_ptr<session::SpecLibrary> set;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = ahead_of_time_.find(name); it != ahead_of_time_.end())
+      set = std::make_unique<session::SpecLibrary>(std::vector<plan::KernelPlan>{it->second.plan},
+                                                   std::vector<std::string>{it->second.source});
+  }
+  if (!set && jit_disabled())
     throw MissingKernelError(fmt::format(
         "kernel {} is not available and MFAGEN_DISABLE_JIT forbids generating it at run time; generate it ahead "
-        "of time from the spec {}",
-        specs.front().name, spec_json));
+        "of time (mfagen generate) from the spec {} and load the output with mfagen.Library(\"DIR/manifest.json\")",
+        name, spec_json));
   // Generated outside the lock: planning and rendering take milliseconds and
   // two threads racing on one variant make identical sets (one is kept).
-  auto set = std::make_unique<session::SpecLibrary>(std::vector<plan::KernelPlan>{plan::plan_kernel(specs.front())});
+  if (!set)
+    set = std::make_unique<session::SpecLibrary>(std::vector<plan::KernelPlan>{plan::plan_kernel(specs.front())});
   std::lock_guard lock(mutex_);
   auto [it, inserted] = by_spec_.emplace(spec_json, nullptr);
   if (inserted) {
@@ -56,6 +66,17 @@ const session::SpecLibrary& JitKernels::kernels(const std::string& spec_json) {
     it->second = std::move(set);
   }
   return *it->second;
+}
+
+std::vector<std::string> JitKernels::load_library(const std::filesystem::path& manifest) {
+  std::map<std::string, AotKernel> loaded = load_aot_kernels(manifest);
+  std::vector<std::string> names;
+  std::lock_guard lock(mutex_);
+  for (auto& [name, kernel] : loaded) {
+    names.push_back(kernel.plan.entry);
+    ahead_of_time_.insert_or_assign(name, std::move(kernel));
+  }
+  return names;
 }
 
 std::vector<std::string> JitKernels::names() const {

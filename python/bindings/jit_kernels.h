@@ -4,16 +4,21 @@
 // it, so later calls are a dictionary lookup. The cpu backend compiles each
 // kernel once per process and caches the object on disk by content hash (an
 // atomic rename: concurrent processes compiling the same kernel are safe).
-// MFAGEN_DISABLE_JIT=1 forbids generating (deploy mode): a missing variant
-// is a MissingKernelError naming it and the spec that would provide it.
+// Kernels of `mfagen generate` outputs loaded with load_library() serve their
+// variants first. MFAGEN_DISABLE_JIT=1 forbids generating (deploy mode): a
+// variant no loaded library has is a MissingKernelError naming it and the
+// spec that would provide it.
 #pragma once
 
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "aot_kernels.h"
 #include "mfagen/cpu_backend.h"
 #include "recording_backend.h"
 #include "session/spec_library.h"
@@ -28,8 +33,12 @@ class MissingKernelError : public std::runtime_error {
 class JitKernels {
  public:
   JitKernels();
-  // The one-kernel set of `spec_json`, generated on its first request.
+  // The one-kernel set of `spec_json`: from a loaded ahead-of-time library
+  // when one has the variant, else generated on its first request.
   const session::SpecLibrary& kernels(const std::string& spec_json);
+  // Serves later calls from the kernels of an `mfagen generate` manifest;
+  // returns their names.
+  std::vector<std::string> load_library(const std::filesystem::path& manifest);
   // The variants generated so far, by kernel name.
   std::vector<std::string> names() const;
   // The cpu backend, or with MFAGEN_BACKEND=record one that launches nothing (benchmarks).
@@ -40,6 +49,7 @@ class JitKernels {
  private:
   mutable std::mutex mutex_;  // guards the maps; kernels are immutable once made
   std::unordered_map<std::string, std::unique_ptr<session::SpecLibrary>> by_spec_;
+  std::map<std::string, AotKernel> ahead_of_time_;         // by derived name
   std::unordered_map<std::string, std::string> sources_;  // MSL by kernel file name (unique: it carries the hash)
   std::unique_ptr<CpuBackend> backend_;
   std::unique_ptr<RecordingBackend> recording_;

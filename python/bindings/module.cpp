@@ -234,6 +234,8 @@ PYBIND11_MODULE(_mfagen, m) {
         py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
         py::arg("offset") = 0,
         "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
+  m.def("load_library", [](const std::string& manifest) { return python::jit().load_library(manifest); },
+        py::arg("manifest"), "Serves later calls from the kernels of an `mfagen generate` manifest; their names.");
   m.def("variants", [] { return python::jit().names(); }, "Names of the kernels generated in this process.");
   m.def("recorded_runs", [] { return python::jit().recorded_runs(); },
         "Runs the MFAGEN_BACKEND=record backend was given (benchmarks of the call path).");

@@ -17,12 +17,29 @@ causal mode, mask kind, dropout, ...) in-process and kept for the process;
 the compiled objects are cached on disk (``MFAGEN_CACHE_DIR``, else
 ``~/.cache/mfagen``). ``MFAGEN_DISABLE_JIT=1`` forbids generating: a missing
 variant raises :class:`MissingKernelError` naming it and its spec.
-``MFAGEN_TRACE=1`` prints which kernel served which calls at exit;
+``mfagen.Library(manifest)`` serves variants from an ``mfagen generate`` output
+first (ahead of time). ``MFAGEN_TRACE=1`` prints which kernel served which calls at exit;
 ``MFAGEN_DETECTORS=1`` runs the emulator with its race and bounds detectors;
 ``MFAGEN_BACKEND=record`` replaces it with a backend that launches nothing
 (outputs stay zero) to measure the call path (examples/python/call_overhead.py).
 """
 
-from ._mfagen import MissingKernelError, backend_name, jit_disabled, recorded_runs, variants
+import os
 
-__all__ = ["MissingKernelError", "backend_name", "jit_disabled", "recorded_runs", "variants"]
+from ._mfagen import MissingKernelError, backend_name, jit_disabled, load_library, recorded_runs, variants
+
+__all__ = ["Library", "MissingKernelError", "backend_name", "jit_disabled", "recorded_runs", "variants"]
+
+
+class Library:
+    """Kernels generated ahead of time: ``mfagen.Library("kernels/manifest.json")`` loads the output of
+    ``mfagen generate`` so that calls whose variant it has are served from it, before anything is generated
+    (with ``MFAGEN_DISABLE_JIT=1``, only from it). A manifest of another generator version is refused
+    (ValueError naming the kernel)."""
+
+    def __init__(self, manifest):
+        self.manifest = os.fspath(manifest)
+        self.kernels = load_library(self.manifest)
+
+    def __repr__(self):
+        return f"mfagen.Library({self.manifest!r}: {len(self.kernels)} kernels)"
