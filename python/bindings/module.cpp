@@ -22,7 +22,9 @@
 #include "mfagen/cpu/backend.h"
 #include "mfagen/forward_dispatch.h"
 #include "session/attention_call.h"
+#include "io/npy.h"
 #include "session/call_error.h"
+#include "session/quantized_cache_inputs.h"
 #include "spec/kernel_spec.h"
 
 namespace py = pybind11;
@@ -114,6 +116,26 @@ session::PackedSequences packed_sequences(const session::HostTensor& cu_q, const
   return p;
 }
 
+// k and v as quantized caches' raw stored rows (uint8, C-contiguous, the
+// last axis a row's bytes): their value shapes replace the described ones.
+void quantized_caches(session::AttentionInputs& in, const std::string& kv_dtype) {
+  KvFormat format = KvFormat::elements;
+  for (KvFormat f : {KvFormat::q8_0, KvFormat::q4_0, KvFormat::fp8_e4m3})
+    if (kv_dtype == to_string(f)) format = f;
+  if (format == KvFormat::elements)
+    throw session::CallError(fmt::format("kv_dtype {}: expected q8_0, q4_0 or fp8_e4m3", kv_dtype));
+  for (session::HostTensor* t : {&in.k, &in.v}) {
+    if (t->dtype != session::HostDType::uint8 || t->element_strides() != session::contiguous_strides(t->shape))
+      throw session::CallError(fmt::format("{}: a {} cache is its raw stored rows: expected a contiguous uint8 tensor, "
+                                           "found {}", t->name, kv_dtype, session::to_string(t->dtype)));
+    io::NpyArray rows{"|u1", t->shape, std::vector<std::byte>(t->data, t->data + t->elements())};
+    session::QuantizedCache cache = session::read_quantized_cache(rows, format, t->name);
+    *t = {t->name, session::HostDType::uint8, cache.shape.shape, {}, nullptr};
+    (t == &in.k ? in.k_cache : in.v_cache) = std::move(cache);
+  }
+  in.kv_format = format;
+}
+
 // A paged cache's block table (B, max_pages) and lengths (B,), int32, checked against the cache.
 session::PagedCacheInputs paged_cache(const session::HostTensor& table, const session::HostTensor& lengths,
                                       const session::HostTensor& q, const session::HostTensor& k_cache) {
@@ -148,11 +170,13 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
                    const std::optional<py::tuple>& out, const std::optional<py::tuple>& lse,
                    std::optional<double> scale, std::optional<double> softcap, std::optional<int64_t> window_left,
                    std::optional<int64_t> window_right, std::optional<double> dropout, uint64_t seed,
-                   uint32_t offset) {
+                   uint32_t offset, const std::optional<std::string>& kv_dtype, std::optional<double> k_scale,
+                   std::optional<double> v_scale) {
   session::AttentionInputs in;
   in.q = describe(q, "query");
   in.k = describe(k, "key");
   in.v = describe(v, "value");
+  if (kv_dtype) quantized_caches(in, *kv_dtype);
   in.mask = describe_optional(mask, "attn_mask");
   in.alibi_slopes = describe_optional(alibi_slopes, "alibi_slopes");
   in.sinks = sinks;
@@ -179,6 +203,8 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
   options.dropout = dropout;
   options.seed = seed;
   options.offset = offset;
+  options.k_scale = k_scale;
+  options.v_scale = v_scale;
 
   const session::SpecLibrary& set = jit().kernels(spec_json);
   const session::KernelSet kernels{set, set.library.kernels().front().name,
@@ -232,7 +258,8 @@ PYBIND11_MODULE(_mfagen, m) {
         py::arg("d_out") = py::none(), py::arg("out") = py::none(), py::arg("lse") = py::none(),
         py::arg("scale") = py::none(), py::arg("softcap") = py::none(), py::arg("window_left") = py::none(),
         py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
-        py::arg("offset") = 0,
+        py::arg("offset") = 0, py::arg("kv_dtype") = py::none(), py::arg("k_scale") = py::none(),
+        py::arg("v_scale") = py::none(),
         "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
   m.def("load_library", [](const std::string& manifest) { return python::jit().load_library(manifest); },
         py::arg("manifest"), "Serves later calls from the kernels of an `mfagen generate` manifest; their names.");

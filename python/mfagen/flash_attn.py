@@ -273,15 +273,56 @@ def _rotary(x, cos, sin, positions, interleaved):
     return torch.cat((rotated.to(x.dtype), x[..., rotary_dim:]), dim=-1)
 
 
+_ROW_BYTES = {"q8_0": (34, 32), "q4_0": (18, 32), "fp8_e4m3": (1, 1)}  # bytes and values per storage unit
+
+
+def _check_quantized_caches(q, k_cache, v_cache, kv_dtype, k_scale, v_scale, k):
+    """Checks quantized caches' raw rows; returns Dv (the values of a v row)."""
+    if kv_dtype not in _ROW_BYTES:
+        raise ValueError(f"kv_dtype: {kv_dtype!r}; expected 'q8_0', 'q4_0' or 'fp8_e4m3'")
+    if k is not None:
+        raise NotImplementedError("k, v: appending to a quantized cache is not served yet")
+    if kv_dtype != "fp8_e4m3" and (k_scale is not None or v_scale is not None):
+        raise ValueError(f"k_scale, v_scale: they scale fp8_e4m3 caches, not {kv_dtype}")
+    _check_tensor("q", q)
+    unit, values = _ROW_BYTES[kv_dtype]
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        _check_tensor(name, t)
+        if t.dtype != torch.uint8 or t.dim() != 4 or not t.is_contiguous() or t.shape[-1] % unit:
+            raise ValueError(f"{name}: {t.dtype} of shape {tuple(t.shape)}; a {kv_dtype} cache is a contiguous uint8 "
+                             f"tensor (pages or batch, slots, heads, row bytes), rows of whole {unit}-byte units")
+    if k_cache.shape[:-1] != v_cache.shape[:-1]:
+        raise ValueError(f"v_cache: shape {tuple(v_cache.shape)}; expected k_cache's {tuple(k_cache.shape[:-1])} "
+                         "before the row bytes")
+    if k_cache.shape[-1] // unit * values != q.shape[-1]:
+        raise ValueError(f"k_cache: rows of {k_cache.shape[-1]} bytes hold {k_cache.shape[-1] // unit * values} "
+                         f"{kv_dtype} values; expected q's head dim {q.shape[-1]}")
+    if q.dim() != 4 or q.shape[-2] % k_cache.shape[-2]:
+        raise ValueError(f"q: shape {tuple(q.shape)}; expected (batch, seqlen, nheads, headdim) with nheads a "
+                         f"multiple of the caches' {k_cache.shape[-2]}")
+    return v_cache.shape[-1] // unit * values
+
+
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False, *,
+                            kv_dtype=None, k_scale=None, v_scale=None):
     """flash-attn's ``flash_attn_with_kvcache``: q (B, Sq, H, D) against k_cache, v_cache (B_cache, S_cache,
     Hk, D) or, with block_table (B, max_pages) int32, (num_pages, page_size, Hk, D); new k, v (B, S_new, Hk, D)
     are written into the caches at cache_seqlens first. Returns out (B, Sq, H, Dv), and softmax_lse (B, H, Sq)
-    with return_softmax_lse."""
-    _check_common(q, k_cache, v_cache, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
+    with return_softmax_lse.
+
+    Quantized caches (mfagen keywords, DESIGN.md section 13): ``kv_dtype`` "q8_0" or "q4_0" (llama.cpp's
+    blocks of 32 values along D: 34 or 18 bytes) or "fp8_e4m3" (one byte per value, times ``k_scale`` and
+    ``v_scale``), with k_cache and v_cache their raw stored rows: contiguous uint8 tensors whose last axis is
+    a row's bytes. Appending new k and v to a quantized cache is not served yet."""
+    if kv_dtype is None:
+        _check_common(q, k_cache, v_cache, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
+        dim_v = v_cache.shape[-1]
+    else:
+        dim_v = _check_quantized_caches(q, k_cache, v_cache, kv_dtype, k_scale, v_scale, k)
+        _check_common(q, q, q, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
     batch, seq_q = q.shape[0], q.shape[1]
     if cache_leftpad is not None:
         raise NotImplementedError("cache_leftpad: left-padded caches are not served yet")
@@ -371,10 +412,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if causal:
             right = 0
         window = left >= 0 or (right >= 0 and not causal)
-        variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=q.shape[-1], head_dim_v=v_cache.shape[-1],
+        variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=q.shape[-1], head_dim_v=dim_v,
                        causal="bottom_right" if causal else "none", window=window, softcap=softcap > 0,
                        alibi=alibi_slopes is not None, kv_cache="paged")
         options = dict(scale=scale)
+        if kv_dtype is not None:
+            variant["kv_dtype"] = kv_dtype
+            options["kv_dtype"] = kv_dtype
+            if kv_dtype == "fp8_e4m3":
+                options.update(k_scale=float(1.0 if k_scale is None else k_scale),
+                               v_scale=float(1.0 if v_scale is None else v_scale))
         if window:
             options.update(window_left=left, window_right=right)
         if softcap > 0:

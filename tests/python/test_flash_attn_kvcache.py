@@ -101,3 +101,57 @@ def test_kvcache_errors_name_the_argument():
     with pytest.raises(NotImplementedError, match="cache_leftpad"):
         flash_attn_with_kvcache(q, k_cache, v_cache, cache_leftpad=torch.zeros(2, dtype=torch.int32))
     assert torch.equal(k_cache, saved)
+
+
+def quantized_rows(kind, shape, generator):
+    """Random raw rows of a quantized cache of value shape (..., D) and their float64 values (DESIGN.md 13)."""
+    *lead, d = shape
+    blocks = d // 32
+    if kind == "fp8_e4m3":
+        raw = torch.randint(0, 256, shape, dtype=torch.uint8, generator=generator)
+        raw[(raw & 0x7F) == 0x7F] = 0x3C  # S.1111.111 is NaN: not a stored value
+        sign = torch.where(raw >= 128, -1.0, 1.0).double()
+        exponent, mantissa = ((raw >> 3) & 0xF).double(), (raw & 0x7).double()
+        values = sign * torch.where(exponent == 0, mantissa / 8 * 2.0**-6, (1 + mantissa / 8) * 2.0 ** (exponent - 7))
+        return raw, values
+    scales = (torch.rand(*lead, blocks, generator=generator) * 0.1 + 0.01).half()
+    scale_bytes = scales.view(torch.uint8).view(*lead, blocks, 2)  # float16 d, little-endian
+    if kind == "q8_0":
+        q = torch.randint(-127, 128, (*lead, blocks, 32), dtype=torch.int8, generator=generator)
+        raw = torch.cat((scale_bytes, q.view(torch.uint8)), dim=-1)
+        values = scales.double().unsqueeze(-1) * q.double()
+    else:  # q4_0: element e < 16 in the low nibble of byte e, e >= 16 in the high nibble of byte e - 16
+        nibbles = torch.randint(0, 16, (*lead, blocks, 32), dtype=torch.uint8, generator=generator)
+        packed = nibbles[..., :16] | (nibbles[..., 16:] << 4)
+        raw = torch.cat((scale_bytes, packed), dim=-1)
+        values = scales.double().unsqueeze(-1) * (nibbles.double() - 8)
+    return raw.reshape(*lead, -1).contiguous(), values.reshape(*lead, d)
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q4_0", "fp8_e4m3"])
+def test_quantized_caches(kind):
+    generator = torch.Generator().manual_seed(5)
+    b, cap, hk, d = 2, 9, 1, 32
+    k_raw, k_values = quantized_rows(kind, (b, cap, hk, d), generator)
+    v_raw, v_values = quantized_rows(kind, (b, cap, hk, d), generator)
+    q = torch.randn(b, 3, 2, d)
+    scales = dict(k_scale=0.5, v_scale=2.0) if kind == "fp8_e4m3" else {}
+    lengths = torch.tensor([9, 4], dtype=torch.int32)
+    out = flash_attn_with_kvcache(q, k_raw, v_raw, cache_seqlens=lengths, causal=True, kv_dtype=kind, **scales)
+    for i in range(b):
+        n = int(lengths[i])
+        keys = k_values[i, :n] * scales.get("k_scale", 1.0)
+        values = v_values[i, :n] * scales.get("v_scale", 1.0)
+        ref, _ = reference_flash(q[i:i + 1].double(), keys[None], values[None], causal=True)
+        assert_close(out[i:i + 1], ref, F32, what=f"{kind} out {i}")
+
+
+def test_quantized_cache_errors_name_the_argument():
+    raw = torch.zeros(2, 8, 1, 34, dtype=torch.uint8)
+    q = torch.randn(2, 1, 1, 32)
+    with pytest.raises(NotImplementedError, match="appending to a quantized cache"):
+        flash_attn_with_kvcache(q, raw, raw, torch.randn(2, 1, 1, 32), torch.randn(2, 1, 1, 32), kv_dtype="q8_0")
+    with pytest.raises(ValueError, match="k_cache: rows of 34 bytes hold 32 q8_0 values; expected q's head dim 64"):
+        flash_attn_with_kvcache(torch.randn(2, 1, 1, 64), raw, raw, kv_dtype="q8_0")
+    with pytest.raises(ValueError, match="kv_dtype: 'q5_1'"):
+        flash_attn_with_kvcache(q, raw, raw, kv_dtype="q5_1")
