@@ -12,8 +12,12 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -136,6 +140,42 @@ void quantized_caches(session::AttentionInputs& in, const std::string& kv_dtype)
   in.kv_format = format;
 }
 
+// The captured tensors and scalars a score_mod / mask_mod kernel reads, in
+// its declaration order: float32 or int32 tensors, C-contiguous, of exactly
+// the shape their extents give for the call (the kernel's reads were proven
+// inside them).
+session::ScoreFunctionInputs score_function_inputs(const spec::KernelSpec& kernel, const AttentionShape& shape,
+                                                   const std::map<std::string, session::HostTensor>& captures,
+                                                   const std::map<std::string, double>& scalars) {
+  session::ScoreFunctionInputs r;
+  const std::array<int64_t, 5> sizes{int64_t(shape.batch), int64_t(shape.heads_q), int64_t(shape.heads_kv),
+                                     int64_t(shape.seq_q), int64_t(shape.seq_k)};
+  for (const expr::CaptureDecl& c : kernel.mods.captures) {
+    auto it = captures.find(c.name);
+    if (it == captures.end())
+      throw session::CallError(fmt::format("captures: the kernel reads {}; pass it in captures", c.name));
+    const session::HostTensor& t = it->second;
+    const bool is_float = c.type == expr::CaptureType::float32;
+    if (t.dtype != (is_float ? session::HostDType::float32 : session::HostDType::int32))
+      throw session::CallError(fmt::format("{}: dtype {}; expected {}", t.name, session::to_string(t.dtype),
+                                           is_float ? "float32" : "int32"));
+    std::vector<uint64_t> expected;
+    for (const expr::LinearForm& e : c.extents) expected.push_back(uint64_t(std::max<int64_t>(e.at(sizes), 0)));
+    if (t.shape != expected || t.element_strides() != session::contiguous_strides(t.shape))
+      throw session::CallError(fmt::format("{}: shape {}; expected a contiguous tensor of shape {} ({} at this call)",
+                                           t.name, io::shape_repr(t.shape), io::shape_repr(expected),
+                                           fmt::join(c.extent_text, ", ")));
+    r.captures.emplace_back(t.data, t.data + t.elements() * 4);
+  }
+  for (const std::string& name : kernel.mods.scalars) {
+    auto it = scalars.find(name);
+    if (it == scalars.end())
+      throw session::CallError(fmt::format("scalars: the kernel reads {}; pass it in scalars", name));
+    r.scalars.push_back(float(it->second));
+  }
+  return r;
+}
+
 // A paged cache's block table (B, max_pages) and lengths (B,), int32, checked against the cache.
 session::PagedCacheInputs paged_cache(const session::HostTensor& table, const session::HostTensor& lengths,
                                       const session::HostTensor& q, const session::HostTensor& k_cache) {
@@ -171,7 +211,8 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
                    std::optional<double> scale, std::optional<double> softcap, std::optional<int64_t> window_left,
                    std::optional<int64_t> window_right, std::optional<double> dropout, uint64_t seed,
                    uint32_t offset, const std::optional<std::string>& kv_dtype, std::optional<double> k_scale,
-                   std::optional<double> v_scale) {
+                   std::optional<double> v_scale, const std::optional<py::dict>& captures,
+                   const std::optional<std::map<std::string, double>>& scalars) {
   session::AttentionInputs in;
   in.q = describe(q, "query");
   in.k = describe(k, "key");
@@ -195,6 +236,17 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
     in.cache = paged_cache(describe(*block_table, "block_table"), describe(*cache_seqlens, "cache_seqlens"), in.q,
                            in.k);
   }
+  std::map<std::string, session::HostTensor> captured;
+  if (captures)
+    for (const auto& [name, tensor] : *captures) {
+      const std::string key = name.cast<std::string>();
+      captured.emplace(key, describe(tensor.cast<py::tuple>(), "captures[\"" + key + "\"]"));
+    }
+  const std::map<std::string, double> scalar_values = scalars.value_or(std::map<std::string, double>{});
+  if (captures || scalars)
+    in.score_functions = [&](const spec::KernelSpec& kernel, const AttentionShape& shape) {
+      return score_function_inputs(kernel, shape, captured, scalar_values);
+    };
   session::AttentionOptions options;
   options.scale = scale;
   options.softcap = softcap;
@@ -227,6 +279,16 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
     r["dv"] = to_numpy(std::move(*result.dv));
   }
   if (!result.d_sinks.empty()) r["d_sinks"] = result.d_sinks;
+  if (!result.capture_gradients.empty()) {
+    py::dict grads;
+    for (session::CaptureGradient& g : result.capture_gradients) {
+      session::OutputTensor t{session::HostDType::float32, g.shape, {}, {}};
+      t.bytes.resize(g.values.size() * 4);
+      std::memcpy(t.bytes.data(), g.values.data(), t.bytes.size());
+      grads[py::str(g.name)] = to_numpy(std::move(t));
+    }
+    r["capture_grads"] = grads;
+  }
   return r;
 }
 
@@ -259,7 +321,7 @@ PYBIND11_MODULE(_mfagen, m) {
         py::arg("scale") = py::none(), py::arg("softcap") = py::none(), py::arg("window_left") = py::none(),
         py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
         py::arg("offset") = 0, py::arg("kv_dtype") = py::none(), py::arg("k_scale") = py::none(),
-        py::arg("v_scale") = py::none(),
+        py::arg("v_scale") = py::none(), py::arg("captures") = py::none(), py::arg("scalars") = py::none(),
         "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
   m.def("load_library", [](const std::string& manifest) { return python::jit().load_library(manifest); },
         py::arg("manifest"), "Serves later calls from the kernels of an `mfagen generate` manifest; their names.");

@@ -3,7 +3,8 @@
 Python surface (DESIGN.md section 16):
 
 - ``mfagen.torch.scaled_dot_product_attention``: PyTorch's SDPA, same
-  signature and meaning, with autograd.
+  signature and meaning, with autograd; ``mfagen.torch.flex_attention``:
+  score_mod / mask_mod expressions with captured tensors.
 - ``mfagen.flash_attn``: flash-attn 2.8's dense, packed and varlen functions,
   with autograd, and ``flash_attn_with_kvcache``.
 

@@ -35,13 +35,30 @@ def describe(t):
 _specs = {}
 
 
+class frozen(tuple):
+    """A JSON object as a hashable value (nested dicts as sorted item tuples), so that a variant with
+    captured tensors can key the spec cache; spec_text writes it back as an object."""
+
+    def __new__(cls, mapping):
+        return super().__new__(cls, sorted((k, frozen(v) if isinstance(v, dict) else
+                                            tuple(v) if isinstance(v, list) else v) for k, v in mapping.items()))
+
+
+def _json_value(value):
+    if isinstance(value, frozen):
+        return {k: _json_value(v) for k, v in value}
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    return value
+
+
 def spec_text(**fields):
     """The JSON text of one kernel spec (DESIGN.md section 2), memoized: the
     variant's key in the process's kernel dictionary."""
     key = tuple(sorted(fields.items()))
     text = _specs.get(key)
     if text is None:
-        text = _specs[key] = json.dumps(dict(key), sort_keys=True)
+        text = _specs[key] = json.dumps({k: _json_value(v) for k, v in key}, sort_keys=True)
     return text
 
 
@@ -57,4 +74,6 @@ def run(spec, q, k, v, **kwargs):
     for name, value in kwargs.items():
         if isinstance(value, torch.Tensor):
             kwargs[name] = describe(value)
+        elif name == "captures":
+            kwargs[name] = {n: describe(t) for n, t in value.items()}
     return _mfagen.attention(spec, describe(q), describe(k), describe(v), **kwargs)

@@ -26,7 +26,7 @@ import torch
 
 from . import _kernels
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["flex_attention", "scaled_dot_product_attention"]
 
 
 def _check_tensor(name, t):
@@ -184,3 +184,101 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:  # nothing to differentiate: no autograd node (its cost is a quarter of a cached call's path)
         out = _forward(q, k, v, mask, variant, options)[0]
     return out if len(out_shape) == 4 else out.reshape(out_shape)
+
+
+_SIZE_NAMES = ("B", "Hq", "Hkv", "Sq", "Sk")
+
+
+def _capture_shape(name, tensor, sizes, given):
+    """The symbolic shape of a captured tensor: `given`, else each extent named by the one call size it
+    equals (B, Hq, Hkv, Sq, Sk), or kept as a number when it equals none."""
+    if given is not None:
+        if len(given) != tensor.dim():
+            raise ValueError(f"capture_shapes[{name!r}]: {list(given)} for a tensor of shape {tuple(tensor.shape)}")
+        return list(given)
+    shape = []
+    for extent in tensor.shape:
+        matches = [n for n, size in zip(_SIZE_NAMES, sizes) if size == extent]
+        if len(matches) > 1:
+            raise ValueError(f"captures[{name!r}]: extent {extent} equals {', '.join(matches)}; say which in "
+                             f"capture_shapes={{{name!r}: [...]}}")
+        shape.append(matches[0] if matches else int(extent))
+    return shape
+
+
+class _FlexAttention(torch.autograd.Function):
+    """out = attention with score_mod / mask_mod; gradients reach q, k, v and the float captured tensors."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, variant, options, names, *tensors):
+        captures = dict(zip(names, tensors))
+        result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, captures=captures, **options)
+        out = _kernels.tensor(result["out"], q.dtype)
+        lse = _kernels.tensor(result["lse"], torch.float32)
+        ctx.save_for_backward(q, k, v, out, lse, *tensors)
+        ctx.variant, ctx.options, ctx.names = variant, options, names
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):
+        _refuse_second_order()
+        q, k, v, out, lse, *tensors = ctx.saved_tensors
+        captures = dict(zip(ctx.names, tensors))
+        result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, captures=captures,
+                              d_out=d_out.contiguous(), out=out, lse=lse, **ctx.options)
+        grads = [_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv")]
+        capture_grads = result.get("capture_grads", {})
+        return (*grads, None, None, None, *[
+            _kernels.tensor(capture_grads[n], torch.float32) if n in capture_grads else None for n in ctx.names])
+
+
+def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=None, scalars=None, scale=None,
+                   enable_gqa=False, capture_shapes=None):
+    """FlexAttention-style custom attention from expressions (DESIGN.md section 13): ``score_mod`` over
+    ``score`` (after scaling), ``b``, ``h``, ``q_idx``, ``kv_idx``, the sizes ``B, Hq, Hkv, Sq, Sk``, named
+    captured tensors and runtime scalars, e.g. ``"score + rel[h, kv_idx - q_idx + Sk - 1]"``; ``mask_mod``
+    a boolean expression (True: the key is visible). ``captures``: name -> float32 or int32 CPU tensor; its
+    shape is written symbolically in the kernel's spec, each extent named by the call size it equals (or
+    given in ``capture_shapes``: name -> list of extents like ``["Hq", "Sq + Sk - 1"]``). ``scalars``: name ->
+    float. q, k, v are (B, H, S, D). Gradients reach q, k, v and the float32 captured tensors."""
+    if score_mod is None and mask_mod is None:
+        raise ValueError("score_mod, mask_mod: give at least one (else use scaled_dot_product_attention)")
+    for name, text in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{name}: expected an expression string, found {type(text).__name__}")
+    _check_inputs(query, key, value, None, 0.0, False, scale, enable_gqa)
+    if query.dim() != 4:
+        raise ValueError(f"query: shape {tuple(query.shape)}; flex_attention takes (B, H, S, D) tensors")
+    captures = dict(captures or {})
+    scalars = dict(scalars or {})
+    capture_shapes = dict(capture_shapes or {})
+    sizes = (query.shape[0], query.shape[1], key.shape[1], query.shape[2], key.shape[2])
+    declared = {}
+    for name, t in captures.items():
+        _check_tensor(f"captures[{name!r}]", t)
+        if t.dtype not in (torch.float32, torch.int32):
+            raise TypeError(f"captures[{name!r}]: dtype {t.dtype}; expected torch.float32 or torch.int32")
+        declared[name] = {"dtype": "float32" if t.dtype == torch.float32 else "int32",
+                          "shape": _capture_shape(name, t, sizes, capture_shapes.get(name))}
+    for name, x in scalars.items():
+        if not isinstance(x, (int, float)) or not math.isfinite(x):
+            raise ValueError(f"scalars[{name!r}]: {x!r}; expected a finite number")
+    dim, dim_v = query.shape[-1], value.shape[-1]
+    softmax_scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+    if softmax_scale <= 0:
+        raise NotImplementedError(f"scale: {scale!r}; flex_attention takes scales > 0 (score_mod sees the scaled "
+                                  "score, so the sign cannot move into q)")
+    variant = dict(dtype=_kernels.KERNEL_DTYPES[query.dtype], head_dim=dim, head_dim_v=dim_v)
+    if score_mod is not None:
+        variant["score_mod"] = score_mod
+    if mask_mod is not None:
+        variant["mask_mod"] = mask_mod
+    if declared:
+        variant["captures"] = _kernels.frozen(declared)
+    if scalars:
+        variant["scalars"] = tuple(sorted(scalars))
+    names = tuple(sorted(captures))
+    tensors = [captures[n].contiguous() for n in names]
+    options = dict(scale=softmax_scale, scalars={n: float(x) for n, x in scalars.items()})
+    q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
+    return _FlexAttention.apply(q, k, v, variant, options, names, *tensors)
