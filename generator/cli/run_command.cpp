@@ -6,10 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <array>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -24,28 +22,19 @@
 #include "io/npy.h"
 #include "io/temp_directory.h"
 #include "mfagen/cpu_backend.h"
-#include "mfagen/library.h"
-#include "mfagen/forward_dispatch.h"
-#include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
-#include "run_feature_inputs.h"
+#include "session/attention_call.h"
 #include "session/call_layout.h"
-#include "session/kernel_selection.h"
-#include "session/packed_sequences.h"
-#include "session/paged_cache_inputs.h"
-#include "session/quantized_cache_inputs.h"
 #include "session/score_function_inputs.h"
 #include "session/sink_logits.h"
 #include "session/spec_library.h"
-#include "spec/spec_parser.h"
 #include "session/tensor_encoding.h"
+#include "spec/spec_parser.h"
 
 namespace mfagen::cli {
 
 using session::decode_elements;
-using session::encode_elements;
 using session::npy_values;
-using session::round_to_element;
 namespace {
 
 struct RunArgs {
@@ -63,26 +52,44 @@ struct RunArgs {
   bool no_detectors = false;
 };
 
-// One input tensor: its file, values and shape (session/call_layout.h says
-// which shapes a call takes).
+// One input tensor read from its file: the values as doubles, described as a
+// HostTensor for the attention call (which rounds them to the kernel's dtype).
 struct InputTensor {
-  std::string what;  // "--q q.npy"
-  std::vector<uint64_t> shape;
   std::vector<double> values;
+  session::HostTensor tensor;
 };
 
 // `array` is the file's content when the caller has read it already.
 InputTensor read_input(const std::string& option, const std::string& file,
                        std::optional<io::NpyArray> array = std::nullopt) {
   InputTensor t;
-  t.what = fmt::format("{} {}", option, file);
+  t.tensor.name = fmt::format("{} {}", option, file);
   if (!array) array = io::read_npy(file);
   for (uint64_t extent : array->shape)
-    if (extent == 0) throw UserError(fmt::format("{}: shape {} has an empty dimension", t.what, io::shape_repr(array->shape)));
-  t.shape = array->shape;
-  t.values = npy_values(*array, t.what.c_str());
+    if (extent == 0)
+      throw UserError(fmt::format("{}: shape {} has an empty dimension", t.tensor.name, io::shape_repr(array->shape)));
+  t.values = npy_values(*array, t.tensor.name.c_str());
   for (double x : t.values)
-    if (!std::isfinite(x)) throw UserError(fmt::format("{}: holds NaN or infinite values", t.what));
+    if (!std::isfinite(x)) throw UserError(fmt::format("{}: holds NaN or infinite values", t.tensor.name));
+  t.tensor.dtype = session::HostDType::float64;
+  t.tensor.shape = array->shape;
+  t.tensor.data = reinterpret_cast<const std::byte*>(t.values.data());
+  return t;
+}
+
+// A .npy array described in place (its bytes stay in `array`).
+session::HostTensor describe_npy(const io::NpyArray& array, std::string name) {
+  session::HostTensor t;
+  t.name = std::move(name);
+  if (array.dtype == "|b1") t.dtype = session::HostDType::boolean;
+  else if (array.dtype == "<f2") t.dtype = session::HostDType::float16;
+  else if (array.dtype == "<f4") t.dtype = session::HostDType::float32;
+  else if (array.dtype == "<f8") t.dtype = session::HostDType::float64;
+  else if (array.dtype == "<i4") t.dtype = session::HostDType::int32;
+  else if (array.dtype == "|u1") t.dtype = session::HostDType::uint8;
+  else throw UserError(fmt::format("{}: dtype {} is not supported", t.name, array.dtype));
+  t.shape = array.shape;
+  t.data = array.data.data();
   return t;
 }
 
@@ -106,15 +113,23 @@ int run(const RunArgs& args) {
   // On disk, as an app vendors them: the Metal backend reads the kernel files.
   const io::TempDirectory kernels("mfagen-run-");
   const session::SpecLibrary set = session::SpecLibrary::from_spec_files({args.spec}, kernels.path() / "set");
+  std::optional<session::SpecLibrary> forward_set;  // a backward spec's forward, for out and lse
+  const session::KernelSet kernel_set{set, args.spec, [&](const plan::KernelPlan& backward) -> const session::SpecLibrary& {
+    forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(session::forward_of(backward.spec))},
+                        kernels.path() / "forward");
+    return *forward_set;
+  }};
+
   // Packed sequences (layout varlen) when their boundaries are given, a paged
   // KV cache when its block table is (session/call_layout.h).
   const bool packed = !args.cu_seqlens_q.empty() || !args.cu_seqlens_k.empty();
   const bool paged = !args.block_table.empty() || !args.cache_seqlens.empty();
   if (packed && paged)
     throw UserError("--cu-seqlens-q/k and --block-table/--cache-seqlens: paged caches take dense queries");
-  const session::TensorLayout layout = packed ? session::TensorLayout::packed
-                                       : paged ? session::TensorLayout::paged
-                                               : session::TensorLayout::dense;
+  session::AttentionInputs inputs;
+  inputs.layout = packed ? session::TensorLayout::packed
+                  : paged ? session::TensorLayout::paged
+                          : session::TensorLayout::dense;
   // k and v: values in a float dtype, or a quantized cache's raw stored rows.
   const InputTensor q = read_input("--q", args.q);
   io::NpyArray k_array = io::read_npy(args.k), v_array = io::read_npy(args.v);
@@ -122,196 +137,93 @@ int run(const RunArgs& args) {
   for (const KernelEntry& e : set.library.kernels()) set_formats.push_back(e.info.kv_format);
   const std::optional<KvFormat> kv_format = session::choose_kv_format(args.kv_dtype, k_array, v_array, set_formats);
   InputTensor k, v;
-  std::optional<session::QuantizedCache> k_cache, v_cache;
   if (kv_format) {
-    k_cache = session::read_quantized_cache(k_array, *kv_format, "--k " + args.k);
-    v_cache = session::read_quantized_cache(v_array, *kv_format, "--v " + args.v);
-    k = {k_cache->shape.what, k_cache->shape.shape, {}};
-    v = {v_cache->shape.what, v_cache->shape.shape, {}};
+    inputs.k_cache = session::read_quantized_cache(k_array, *kv_format, "--k " + args.k);
+    inputs.v_cache = session::read_quantized_cache(v_array, *kv_format, "--v " + args.v);
+    inputs.kv_format = *kv_format;
+    k.tensor = {inputs.k_cache->shape.what, session::HostDType::uint8, inputs.k_cache->shape.shape, {}, nullptr};
+    v.tensor = {inputs.v_cache->shape.what, session::HostDType::uint8, inputs.v_cache->shape.shape, {}, nullptr};
   } else {
     k = read_input("--k", args.k, std::move(k_array));
     v = read_input("--v", args.v, std::move(v_array));
   }
-  const bool fp8 = kv_format == KvFormat::fp8_e4m3;
-  if (!fp8 && (args.k_scale || args.v_scale))
+  if (kv_format != KvFormat::fp8_e4m3 && (args.k_scale || args.v_scale))
     throw UserError("--k-scale and --v-scale scale fp8_e4m3 caches; this call's k and v are not fp8");
-  const session::TensorShape q_shape{q.what, q.shape}, k_shape{k.what, k.shape}, v_shape{v.what, v.shape};
-  session::check_ranks(layout, q_shape, k_shape, v_shape);
-  session::SequenceSizes sizes;
-  std::optional<session::PackedSequences> sequences;
-  if (packed) {
-    sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, q.shape[0], k.shape[0]);
-    sizes = {sequences->batch, sequences->longest_q, sequences->longest_k, 0};
+  inputs.q = q.tensor;
+  inputs.k = k.tensor;
+  inputs.v = v.tensor;
+  session::check_ranks(inputs.layout, {inputs.q.name, inputs.q.shape}, {inputs.k.name, inputs.k.shape},
+                       {inputs.v.name, inputs.v.shape});
+  if (packed)
+    inputs.sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, q.tensor.shape[0],
+                                                      k.tensor.shape[0]);
+  if (paged)
+    inputs.cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.tensor.shape[0],
+                                             k.tensor.shape[0], k.tensor.shape[1]);
+  std::optional<io::NpyArray> mask_array, slopes_array;
+  if (!args.mask.empty()) {
+    mask_array = io::read_npy(args.mask);
+    inputs.mask = describe_npy(*mask_array, "--mask " + args.mask);
   }
-  std::optional<session::PagedCacheInputs> cache;
-  if (paged) {
-    cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.shape[0], k.shape[0], k.shape[1]);
-    sizes = {q.shape[0], 0, cache->longest, cache->max_pages};
+  if (!args.alibi_slopes.empty()) {
+    slopes_array = io::read_npy(args.alibi_slopes);
+    inputs.alibi_slopes = describe_npy(*slopes_array, "--alibi-slopes " + args.alibi_slopes);
   }
-  const session::CallLayout geometry =
-      session::call_layout(layout, q_shape, k_shape, v_shape, sizes, kv_format.value_or(KvFormat::elements));
-
-  session::CallRequest request;
-  request.batch = geometry.shape.batch;
-  request.head_dim = geometry.head_dim;
-  request.head_dim_v = geometry.head_dim_v;
-  request.heads_q = geometry.shape.heads_q;
-  request.heads_kv = geometry.shape.heads_kv;
-  request.seq_q = geometry.shape.seq_q;
-  request.seq_k = geometry.shape.seq_k;
-  request.varlen = packed;
-  request.paged = paged;
-  request.kv_format = kv_format.value_or(KvFormat::elements);
-  request.dropout = args.dropout.has_value();
-  request.has_mask = !args.mask.empty();
-  request.alibi = !args.alibi_slopes.empty();
-  request.softcap = args.softcap.has_value();
-  request.window = args.window_left.has_value() || args.window_right.has_value();
-  request.sinks = !args.sinks.empty();
-  request.backward = !args.d_out.empty();
-  request.mods = !args.captures.empty() || !args.scalars.empty();
-  request.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
-  request.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
-  const KernelEntry& entry = session::select_kernel(set.library, request, args.spec, backend->capabilities());
-  const plan::KernelPlan& plan = set.plan_of(entry);
-  const spec::DType dtype = plan.spec.dtype;
-
-  const AttentionShape& shape = geometry.shape;
-  ForwardCall call;
-  geometry.apply_to(call);
-  call.scale = args.scale.value_or(0);
-  call.softcap = args.softcap.value_or(0);
-  call.window_left = args.window_left.value_or(-1);
-  call.window_right = args.window_right.value_or(-1);
-  if (fp8) {
-    call.k_scale = args.k_scale.value_or(1);
-    call.v_scale = args.v_scale.value_or(1);
-  }
-  if (args.dropout) {
-    call.dropout_p = *args.dropout;
-    call.dropout_seed = args.seed;
-    call.dropout_offset = args.offset;
-  }
-  std::vector<std::byte> mask_bytes, slope_bytes;
-  if (plan.spec.mask != spec::MaskKind::none) {
-    MaskTensor mask = read_mask(args.mask, plan.spec, shape);
-    call.mask_strides = broadcast_strides(mask.extents);
-    mask_bytes = std::move(mask.bytes);
-  }
-  if (plan.spec.alibi) {
-    AlibiInput slopes = read_alibi_slopes(args.alibi_slopes, shape);
-    call.alibi_per_batch = slopes.per_batch;
-    slope_bytes = std::move(slopes.bytes);
-  }
-  std::vector<float> sinks;
-  if (plan.spec.sinks) sinks = session::read_sink_logits(args.sinks, shape.heads_q);
-  std::vector<std::vector<std::byte>> captures = session::read_captured_tensors(args.captures, plan.spec, shape);
-  std::vector<float> mod_scalars = session::read_scalars(args.scalars, plan.spec);
-  // A backward call first runs the forward kernel of the same features for
-  // out and lse (DESIGN.md section 10), then the backward kernels.
-  const bool backward = plan.spec.kind == spec::Kind::backward;
-  std::optional<session::SpecLibrary> forward_set;
-  if (backward)
-    forward_set.emplace(std::vector<plan::KernelPlan>{plan::plan_kernel(session::forward_of(plan.spec))},
-                        kernels.path() / "forward");
-  const session::SpecLibrary& forward_kernels = backward ? *forward_set : set;
-  const KernelEntry& forward = backward ? forward_kernels.library.kernels().front() : entry;
-  const DispatchPlan dispatch = session::dispatch_for(forward, call);
-  const std::vector<uint64_t>& out_shape = geometry.out_shape;
-  const std::vector<uint64_t>& lse_shape = geometry.lse_shape;
+  if (!args.sinks.empty()) inputs.sinks = session::read_sink_logits(args.sinks, q.tensor.shape[1]);
+  if (!args.captures.empty() || !args.scalars.empty())
+    inputs.score_functions = [&](const spec::KernelSpec& kernel, const AttentionShape& shape) {
+      return session::ScoreFunctionInputs{session::read_captured_tensors(args.captures, kernel, shape),
+                                          session::read_scalars(args.scalars, kernel)};
+    };
   std::optional<InputTensor> d_out;
-  if (backward) {
+  if (!args.d_out.empty()) {
     d_out = read_input("--do", args.d_out);
-    if (d_out->shape != out_shape)
-      throw UserError(fmt::format("{} has shape {}; dO must have the shape of out, {}", d_out->what,
-                                  io::shape_repr(d_out->shape), io::shape_repr(out_shape)));
+    inputs.d_out = d_out->tensor;
   }
 
-  auto rounded = [&](const InputTensor& t) {
-    std::vector<double> r(t.values.size());
-    for (size_t i = 0; i < r.size(); ++i) r[i] = round_to_element(dtype, t.values[i]);
-    return encode_elements(r, dtype);
-  };
-  std::vector<std::byte> q_bytes = rounded(q);
-  std::vector<std::byte> k_bytes = k_cache ? k_cache->bytes : rounded(k), v_bytes = v_cache ? v_cache->bytes : rounded(v);
-  std::vector<std::byte> out_bytes(dispatch.buffer("out")->bytes);
-  uint64_t lse_rows = 1;
-  for (uint64_t extent : lse_shape) lse_rows *= extent;
-  std::vector<float> lse(lse_rows);
+  session::AttentionOptions options;
+  options.scale = args.scale;
+  options.softcap = args.softcap;
+  options.window_left = args.window_left;
+  options.window_right = args.window_right;
+  options.dropout = args.dropout;
+  options.seed = args.seed;
+  options.offset = args.offset;
+  options.k_scale = args.k_scale;
+  options.v_scale = args.v_scale;
+  options.dtype = parse_choice(args.dtype, spec::kAllDTypes, "--dtype");
+  options.causal = parse_choice(args.causal, spec::kAllCausals, "--causal");
 
+  const session::AttentionResult result = session::run_attention(kernel_set, inputs, options, *backend);
+  const plan::KernelPlan& plan = *result.plan;
+  const spec::DType dtype = plan.spec.dtype;
+  const AttentionShape& shape = result.shape;
+
+  // Created only once the call succeeded: a failing call writes nothing.
   std::error_code ec;
   std::filesystem::create_directories(args.out_dir, ec);
   if (ec || !std::filesystem::is_directory(args.out_dir))
     throw UserError(fmt::format("--out-dir {}: cannot create the directory{}", args.out_dir,
                                 ec ? ": " + ec.message() : ""));
-
-  std::map<uint32_t, std::span<std::byte>> tensors = {
-      {plan::kQIndex, q_bytes}, {plan::kKIndex, k_bytes}, {plan::kVIndex, v_bytes}, {plan::kOutIndex, out_bytes}};
-  if (forward.info.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
-  if (!mask_bytes.empty()) tensors[plan::kMaskIndex] = mask_bytes;
-  if (!slope_bytes.empty()) tensors[plan::kAlibiIndex] = slope_bytes;
-  if (!sinks.empty()) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
-  if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
-  for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
-  if (paged) {
-    tensors[plan::kBlockTableIndex] = std::as_writable_bytes(std::span(cache->block_table));
-    tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache->cache_seqlens));
-  }
-  if (packed) {
-    tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(sequences->cu_seqlens_q));
-    tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(sequences->cu_seqlens_k));
-  }
-  RunStats run = backend->run(forward_kernels.library, forward, dispatch, tensors);
-
   const std::filesystem::path dir(args.out_dir);
   std::vector<std::string> written = {(dir / "out.npy").string()};
-  std::vector<std::byte> dq, dk, dv;
-  std::vector<float> d_sinks(plan.spec.sinks && backward ? shape.heads_q : 0);
-  std::vector<std::pair<const CapturedTensor*, std::vector<float>>> capture_grads;
-  if (backward) {
-    const DispatchPlan grads = session::dispatch_for(entry, call);
-    std::vector<std::byte> do_bytes = rounded(*d_out);
-    dq.resize(grads.buffer("dq")->bytes);
-    dk.resize(grads.buffer("dk")->bytes);
-    dv.resize(grads.buffer("dv")->bytes);
-    tensors[plan::kDOutIndex] = do_bytes;
-    tensors[plan::kDqIndex] = dq;
-    tensors[plan::kDkIndex] = dk;
-    tensors[plan::kDvIndex] = dv;
-    if (!d_sinks.empty()) tensors[plan::kDSinksIndex] = std::as_writable_bytes(std::span(d_sinks));
-    for (const CapturedTensor& t : entry.info.captures)  // gradients of the float tensors score_mod reads
-      if (t.gradient) capture_grads.emplace_back(&t, std::vector<float>(grads.buffer(t.gradient_buffer)->bytes / 4));
-    for (size_t r = 0; r < capture_grads.size(); ++r)
-      tensors[kBackwardFirstCaptureGrad + uint32_t(r)] = std::as_writable_bytes(std::span(capture_grads[r].second));
-    const RunStats backward_run = backend->run(set.library, entry, grads, tensors);
-    run.seconds += backward_run.seconds;
-    run.compile_seconds += backward_run.compile_seconds;
-  }
-
-  write_output(dir / "out.npy", decode_elements(out_bytes, dtype), out_shape);
-  if (forward.info.lse) {
-    write_output(dir / "lse.npy", lse, lse_shape);
+  write_output(dir / "out.npy", decode_elements(result.out.bytes, dtype), result.out.shape);
+  if (result.has_lse) {
+    write_output(dir / "lse.npy", decode_elements(result.lse.bytes, spec::DType::float32), result.lse.shape);
     written.push_back((dir / "lse.npy").string());
   }
-  if (backward) {
-    write_output(dir / "dq.npy", decode_elements(dq, dtype), q.shape);
-    write_output(dir / "dk.npy", decode_elements(dk, dtype), k.shape);
-    write_output(dir / "dv.npy", decode_elements(dv, dtype), v.shape);
+  if (result.dq) {
+    write_output(dir / "dq.npy", decode_elements(result.dq->bytes, dtype), q.tensor.shape);
+    write_output(dir / "dk.npy", decode_elements(result.dk->bytes, dtype), k.tensor.shape);
+    write_output(dir / "dv.npy", decode_elements(result.dv->bytes, dtype), v.tensor.shape);
     for (const char* name : {"dq.npy", "dk.npy", "dv.npy"}) written.push_back((dir / name).string());
-    if (!d_sinks.empty()) {
-      write_output(dir / "d_sinks.npy", d_sinks, {shape.heads_q});
+    if (!result.d_sinks.empty()) {
+      write_output(dir / "d_sinks.npy", result.d_sinks, {shape.heads_q});
       written.push_back((dir / "d_sinks.npy").string());
     }
-    for (const auto& [t, values] : capture_grads) {  // d_NAME.npy, in the captured tensor's shape
-      const expr::CaptureDecl* decl = nullptr;
-      for (const expr::CaptureDecl& c : plan.spec.mods.captures)
-        if (c.name == t->name) decl = &c;
-      const std::array<int64_t, 5> sizes{int64_t(shape.batch), int64_t(shape.heads_q), int64_t(shape.heads_kv),
-                                         int64_t(shape.seq_q), int64_t(shape.seq_k)};
-      std::vector<uint64_t> extents;
-      for (const expr::LinearForm& e : decl->extents) extents.push_back(uint64_t(e.at(sizes)));
-      const std::filesystem::path file = dir / ("d_" + t->name + ".npy");
-      write_output(file, values, extents);
+    for (const session::CaptureGradient& g : result.capture_gradients) {  // d_NAME.npy, in the captured tensor's shape
+      const std::filesystem::path file = dir / ("d_" + g.name + ".npy");
+      write_output(file, g.values, g.shape);
       written.push_back(file.string());
     }
   }
@@ -320,8 +232,8 @@ int run(const RunArgs& args) {
   fmt::print("{}: batch {}, heads {}/{}, seq_q {}, seq_k {} on the {} backend in {:.3f} s (compile {:.2f} s); "
              "wrote {}{}\n",
              plan.entry, shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k, backend->name(),
-             run.seconds, run.compile_seconds, files,
-             forward.info.lse ? "" : " (the kernel has lse: false, so no lse.npy)");
+             result.stats.seconds, result.stats.compile_seconds, files,
+             result.has_lse ? "" : " (the kernel has lse: false, so no lse.npy)");
   return kExitOk;
 }
 

@@ -25,6 +25,13 @@ SpecLibrary::SpecLibrary(std::vector<plan::KernelPlan> planned, const std::files
   library = Library::load(directory / "manifest.json");
 }
 
+SpecLibrary::SpecLibrary(std::vector<plan::KernelPlan> planned, const std::vector<std::string>& rendered)
+    : plans(std::move(planned)) {
+  if (rendered.size() != plans.size()) throw std::logic_error("SpecLibrary: one rendered source per plan");
+  for (size_t i = 0; i < plans.size(); ++i) sources[emit::kernel_file_name(plans[i])] = rendered[i];
+  library = Library::load_from_memory(emit::manifest_json(plans, rendered));
+}
+
 SpecLibrary SpecLibrary::from_spec_files(const std::vector<std::string>& files,
                                          const std::filesystem::path& directory) {
   std::vector<plan::KernelPlan> plans;

@@ -29,6 +29,9 @@ struct SpecLibrary {
   // directory is created if needed and written (std::system_error on I/O
   // failure).
   explicit SpecLibrary(std::vector<plan::KernelPlan> planned, const std::filesystem::path& directory = {});
+  // Kernels already rendered (`rendered[i]` is the MSL of `planned[i]`,
+  // e.g. read from an `mfagen generate` output): kept in memory as they are.
+  SpecLibrary(std::vector<plan::KernelPlan> planned, const std::vector<std::string>& rendered);
   // Every kernel of the spec files, planned.
   static SpecLibrary from_spec_files(const std::vector<std::string>& files,
                                      const std::filesystem::path& directory = {});

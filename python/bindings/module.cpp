@@ -1,0 +1,334 @@
+// mfagen._mfagen: the thin layer between Python and the session library's
+// attention call (DESIGN.md section 16). Tensors arrive described as
+// (data pointer, dtype name, shape, strides in elements) tuples, so this
+// module does not depend on torch's C++ API; results leave as numpy arrays
+// that own their memory (torch.from_numpy wraps them without a copy).
+// Errors: a call's mistake (CallError, DispatchError, SpecError) is a
+// ValueError naming the argument; a variant MFAGEN_DISABLE_JIT forbids is
+// mfagen.MissingKernelError; the rest are RuntimeErrors.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit_kernels.h"
+#include "mfagen/cpu/backend.h"
+#include "mfagen/forward_dispatch.h"
+#include "session/attention_call.h"
+#include "io/npy.h"
+#include "session/call_error.h"
+#include "session/quantized_cache_inputs.h"
+#include "spec/kernel_spec.h"
+
+namespace py = pybind11;
+
+namespace mfagen::python {
+namespace {
+
+// Compiled kernels resolve the emulator's runtime symbols (__mf_*) in the
+// process's global scope; Python loads an extension and its libraries with
+// RTLD_LOCAL, so the cpu backend's library is promoted to global once.
+void expose_emulator_runtime() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&cpu::parse_constant_value), &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+
+JitKernels& jit() {
+  static JitKernels* kernels = new JitKernels();  // never destroyed: compiled modules outlive interpreter shutdown
+  return *kernels;
+}
+
+session::HostDType dtype_named(const std::string& name, const std::string& tensor) {
+  using session::HostDType;
+  static const std::pair<const char*, HostDType> kNames[] = {
+      {"float16", HostDType::float16}, {"bfloat16", HostDType::bfloat16}, {"float32", HostDType::float32},
+      {"float64", HostDType::float64}, {"bool", HostDType::boolean},      {"int32", HostDType::int32},
+      {"uint8", HostDType::uint8}};
+  for (const auto& [n, t] : kNames)
+    if (name == n) return t;
+  throw session::CallError(fmt::format("{}: dtype {} is not supported", tensor, name));
+}
+
+// (data_ptr, dtype, shape, strides) -> a HostTensor named `name`.
+session::HostTensor describe(const py::tuple& t, const std::string& name) {
+  session::HostTensor h;
+  h.name = name;
+  h.data = reinterpret_cast<const std::byte*>(t[0].cast<uintptr_t>());
+  h.dtype = dtype_named(t[1].cast<std::string>(), name);
+  h.shape = t[2].cast<std::vector<uint64_t>>();
+  h.strides = t[3].cast<std::vector<int64_t>>();
+  return h;
+}
+
+std::optional<session::HostTensor> describe_optional(const std::optional<py::tuple>& t, const std::string& name) {
+  if (!t) return std::nullopt;
+  return describe(*t, name);
+}
+
+py::array to_numpy(session::OutputTensor&& t) {
+  const size_t size = session::element_bytes(t.dtype);
+  // 16-bit floats leave as int16 bit patterns: numpy has no bfloat16 (Python views them as the dtype).
+  const py::dtype dtype = size == 2 ? py::dtype::of<int16_t>() : py::dtype::of<float>();
+  std::vector<int64_t> strides = t.strides.empty() ? session::contiguous_strides(t.shape) : t.strides;
+  for (int64_t& s : strides) s *= int64_t(size);
+  auto* owner = new std::vector<std::byte>(std::move(t.bytes));
+  py::capsule free(owner, [](void* p) { delete static_cast<std::vector<std::byte>*>(p); });
+  return py::array(dtype, t.shape, strides, owner->data(), free);
+}
+
+// cu_seqlens as the host holds them (int32, B + 1 entries), checked.
+session::PackedSequences packed_sequences(const session::HostTensor& cu_q, const session::HostTensor& cu_k,
+                                          const session::HostTensor& q, const session::HostTensor& k) {
+  session::PackedSequences p;
+  for (const session::HostTensor* t : {&cu_q, &cu_k}) {
+    if (t->dtype != session::HostDType::int32 || t->shape.size() != 1 || t->shape[0] < 1)
+      throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of batch + 1 offsets, found {} {}",
+                                           t->name, session::to_string(t->dtype), t->shape.size()));
+  }
+  if (cu_q.shape != cu_k.shape)
+    throw session::CallError(fmt::format("{} has {} entries and {} has {}: both hold batch + 1 offsets", cu_q.name,
+                                         cu_q.shape[0], cu_k.name, cu_k.shape[0]));
+  for (uint64_t i = 0; i < cu_q.shape[0]; ++i) {
+    p.cu_seqlens_q.push_back(int32_t(cu_q.value_at({i})));
+    p.cu_seqlens_k.push_back(int32_t(cu_k.value_at({i})));
+  }
+  p.batch = cu_q.shape[0] - 1;
+  for (uint64_t b = 0; b < p.batch; ++b) {
+    p.longest_q = std::max<uint64_t>(p.longest_q, uint64_t(std::max(0, p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b])));
+    p.longest_k = std::max<uint64_t>(p.longest_k, uint64_t(std::max(0, p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b])));
+  }
+  p.longest_q = std::max<uint64_t>(p.longest_q, 1);
+  p.longest_k = std::max<uint64_t>(p.longest_k, 1);
+  try {
+    check_cu_seqlens(p.cu_seqlens_q.data(), p.cu_seqlens_q.size(), p.batch, q.shape.at(0), p.longest_q, cu_q.name);
+    check_cu_seqlens(p.cu_seqlens_k.data(), p.cu_seqlens_k.size(), p.batch, k.shape.at(0), p.longest_k, cu_k.name);
+  } catch (const DispatchError& e) {
+    throw session::CallError(e.what());
+  }
+  return p;
+}
+
+// k and v as quantized caches' raw stored rows (uint8, C-contiguous, the
+// last axis a row's bytes): their value shapes replace the described ones.
+void quantized_caches(session::AttentionInputs& in, const std::string& kv_dtype) {
+  KvFormat format = KvFormat::elements;
+  for (KvFormat f : {KvFormat::q8_0, KvFormat::q4_0, KvFormat::fp8_e4m3})
+    if (kv_dtype == to_string(f)) format = f;
+  if (format == KvFormat::elements)
+    throw session::CallError(fmt::format("kv_dtype {}: expected q8_0, q4_0 or fp8_e4m3", kv_dtype));
+  for (session::HostTensor* t : {&in.k, &in.v}) {
+    if (t->dtype != session::HostDType::uint8 || t->element_strides() != session::contiguous_strides(t->shape))
+      throw session::CallError(fmt::format("{}: a {} cache is its raw stored rows: expected a contiguous uint8 tensor, "
+                                           "found {}", t->name, kv_dtype, session::to_string(t->dtype)));
+    io::NpyArray rows{"|u1", t->shape, std::vector<std::byte>(t->data, t->data + t->elements())};
+    session::QuantizedCache cache = session::read_quantized_cache(rows, format, t->name);
+    *t = {t->name, session::HostDType::uint8, cache.shape.shape, {}, nullptr};
+    (t == &in.k ? in.k_cache : in.v_cache) = std::move(cache);
+  }
+  in.kv_format = format;
+}
+
+// The captured tensors and scalars a score_mod / mask_mod kernel reads, in
+// its declaration order: float32 or int32 tensors, C-contiguous, of exactly
+// the shape their extents give for the call (the kernel's reads were proven
+// inside them).
+session::ScoreFunctionInputs score_function_inputs(const spec::KernelSpec& kernel, const AttentionShape& shape,
+                                                   const std::map<std::string, session::HostTensor>& captures,
+                                                   const std::map<std::string, double>& scalars) {
+  session::ScoreFunctionInputs r;
+  const std::array<int64_t, 5> sizes{int64_t(shape.batch), int64_t(shape.heads_q), int64_t(shape.heads_kv),
+                                     int64_t(shape.seq_q), int64_t(shape.seq_k)};
+  for (const expr::CaptureDecl& c : kernel.mods.captures) {
+    auto it = captures.find(c.name);
+    if (it == captures.end())
+      throw session::CallError(fmt::format("captures: the kernel reads {}; pass it in captures", c.name));
+    const session::HostTensor& t = it->second;
+    const bool is_float = c.type == expr::CaptureType::float32;
+    if (t.dtype != (is_float ? session::HostDType::float32 : session::HostDType::int32))
+      throw session::CallError(fmt::format("{}: dtype {}; expected {}", t.name, session::to_string(t.dtype),
+                                           is_float ? "float32" : "int32"));
+    std::vector<uint64_t> expected;
+    for (const expr::LinearForm& e : c.extents) expected.push_back(uint64_t(std::max<int64_t>(e.at(sizes), 0)));
+    if (t.shape != expected || t.element_strides() != session::contiguous_strides(t.shape))
+      throw session::CallError(fmt::format("{}: shape {}; expected a contiguous tensor of shape {} ({} at this call)",
+                                           t.name, io::shape_repr(t.shape), io::shape_repr(expected),
+                                           fmt::join(c.extent_text, ", ")));
+    r.captures.emplace_back(t.data, t.data + t.elements() * 4);
+  }
+  for (const std::string& name : kernel.mods.scalars) {
+    auto it = scalars.find(name);
+    if (it == scalars.end())
+      throw session::CallError(fmt::format("scalars: the kernel reads {}; pass it in scalars", name));
+    r.scalars.push_back(float(it->second));
+  }
+  return r;
+}
+
+// A paged cache's block table (B, max_pages) and lengths (B,), int32, checked against the cache.
+session::PagedCacheInputs paged_cache(const session::HostTensor& table, const session::HostTensor& lengths,
+                                      const session::HostTensor& q, const session::HostTensor& k_cache) {
+  if (table.dtype != session::HostDType::int32 || table.shape.size() != 2)
+    throw session::CallError(fmt::format("{}: expected a 2-d int32 tensor (batch, max_pages)", table.name));
+  if (lengths.dtype != session::HostDType::int32 || lengths.shape.size() != 1 || lengths.shape[0] != table.shape[0])
+    throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of {} lengths", lengths.name,
+                                         table.shape[0]));
+  if (q.shape.empty() || k_cache.shape.size() != 4)
+    throw session::CallError(fmt::format("{}: expected a 4-d (num_pages, page_size, heads, dim) cache", k_cache.name));
+  session::PagedCacheInputs c;
+  c.max_pages = table.shape[1];
+  for (uint64_t b = 0; b < table.shape[0]; ++b) {
+    for (uint64_t p = 0; p < c.max_pages; ++p) c.block_table.push_back(int32_t(table.value_at({b, p})));
+    c.cache_seqlens.push_back(int32_t(lengths.value_at({b})));
+    c.longest = std::max<uint64_t>(c.longest, uint64_t(std::max(0, c.cache_seqlens.back())));
+  }
+  try {
+    check_paged_cache(c.block_table.data(), c.cache_seqlens.data(), q.shape[0], c.max_pages, k_cache.shape[0],
+                      k_cache.shape[1], c.longest);
+  } catch (const DispatchError& e) {
+    throw session::CallError(e.what());
+  }
+  return c;
+}
+
+py::dict attention(const std::string& spec_json, const py::tuple& q, const py::tuple& k, const py::tuple& v,
+                   const std::optional<py::tuple>& mask, const std::optional<py::tuple>& alibi_slopes,
+                   const std::optional<std::vector<float>>& sinks, const std::optional<py::tuple>& cu_seqlens_q,
+                   const std::optional<py::tuple>& cu_seqlens_k, const std::optional<py::tuple>& block_table,
+                   const std::optional<py::tuple>& cache_seqlens, const std::optional<py::tuple>& d_out,
+                   const std::optional<py::tuple>& out, const std::optional<py::tuple>& lse,
+                   std::optional<double> scale, std::optional<double> softcap, std::optional<int64_t> window_left,
+                   std::optional<int64_t> window_right, std::optional<double> dropout, uint64_t seed,
+                   uint32_t offset, const std::optional<std::string>& kv_dtype, std::optional<double> k_scale,
+                   std::optional<double> v_scale, const std::optional<py::dict>& captures,
+                   const std::optional<std::map<std::string, double>>& scalars) {
+  session::AttentionInputs in;
+  in.q = describe(q, "query");
+  in.k = describe(k, "key");
+  in.v = describe(v, "value");
+  if (kv_dtype) quantized_caches(in, *kv_dtype);
+  in.mask = describe_optional(mask, "attn_mask");
+  in.alibi_slopes = describe_optional(alibi_slopes, "alibi_slopes");
+  in.sinks = sinks;
+  in.d_out = describe_optional(d_out, "grad_output");
+  in.out = describe_optional(out, "out");
+  in.lse = describe_optional(lse, "softmax_lse");
+  if (cu_seqlens_q || cu_seqlens_k) {
+    if (!cu_seqlens_q || !cu_seqlens_k) throw session::CallError("cu_seqlens_q and cu_seqlens_k go together");
+    in.layout = session::TensorLayout::packed;
+    in.sequences = packed_sequences(describe(*cu_seqlens_q, "cu_seqlens_q"), describe(*cu_seqlens_k, "cu_seqlens_k"),
+                                    in.q, in.k);
+  }
+  if (block_table || cache_seqlens) {
+    if (!block_table || !cache_seqlens) throw session::CallError("block_table and cache_seqlens go together");
+    in.layout = session::TensorLayout::paged;
+    in.cache = paged_cache(describe(*block_table, "block_table"), describe(*cache_seqlens, "cache_seqlens"), in.q,
+                           in.k);
+  }
+  std::map<std::string, session::HostTensor> captured;
+  if (captures)
+    for (const auto& [name, tensor] : *captures) {
+      const std::string key = name.cast<std::string>();
+      captured.emplace(key, describe(tensor.cast<py::tuple>(), "captures[\"" + key + "\"]"));
+    }
+  const std::map<std::string, double> scalar_values = scalars.value_or(std::map<std::string, double>{});
+  if (captures || scalars)
+    in.score_functions = [&](const spec::KernelSpec& kernel, const AttentionShape& shape) {
+      return score_function_inputs(kernel, shape, captured, scalar_values);
+    };
+  session::AttentionOptions options;
+  options.scale = scale;
+  options.softcap = softcap;
+  options.window_left = window_left;
+  options.window_right = window_right;
+  options.dropout = dropout;
+  options.seed = seed;
+  options.offset = offset;
+  options.k_scale = k_scale;
+  options.v_scale = v_scale;
+
+  const session::SpecLibrary& set = jit().kernels(spec_json);
+  const session::KernelSet kernels{set, set.library.kernels().front().name,
+                                   [](const plan::KernelPlan& backward) -> const session::SpecLibrary& {
+                                     throw std::logic_error("the Python package passes out and lse to " +
+                                                            backward.entry);
+                                   }};
+  session::AttentionResult result;
+  {
+    py::gil_scoped_release unlocked;  // the emulation runs on its own threads
+    result = session::run_attention(kernels, in, options, jit().backend());
+  }
+  py::dict r;
+  r["kernel"] = result.plan->entry;
+  if (result.ran_forward) r["out"] = to_numpy(std::move(result.out));
+  if (result.ran_forward && result.has_lse) r["lse"] = to_numpy(std::move(result.lse));
+  if (result.dq) {
+    r["dq"] = to_numpy(std::move(*result.dq));
+    r["dk"] = to_numpy(std::move(*result.dk));
+    r["dv"] = to_numpy(std::move(*result.dv));
+  }
+  if (!result.d_sinks.empty()) r["d_sinks"] = result.d_sinks;
+  if (!result.capture_gradients.empty()) {
+    py::dict grads;
+    for (session::CaptureGradient& g : result.capture_gradients) {
+      session::OutputTensor t{session::HostDType::float32, g.shape, {}, {}};
+      t.bytes.resize(g.values.size() * 4);
+      std::memcpy(t.bytes.data(), g.values.data(), t.bytes.size());
+      grads[py::str(g.name)] = to_numpy(std::move(t));
+    }
+    r["capture_grads"] = grads;
+  }
+  return r;
+}
+
+}  // namespace
+}  // namespace mfagen::python
+
+PYBIND11_MODULE(_mfagen, m) {
+  using namespace mfagen;
+  python::expose_emulator_runtime();
+  m.doc() = "mfagen's attention kernels on the cpu backend (an emulator of the generated Metal kernels)";
+  static py::exception<python::MissingKernelError> missing(m, "MissingKernelError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const python::MissingKernelError& e) {
+      missing(e.what());
+    } catch (const session::CallError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const DispatchError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const spec::SpecError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  m.def("attention", &python::attention, py::arg("spec"), py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),
+        py::arg("mask") = py::none(), py::arg("alibi_slopes") = py::none(), py::arg("sinks") = py::none(),
+        py::arg("cu_seqlens_q") = py::none(), py::arg("cu_seqlens_k") = py::none(),
+        py::arg("block_table") = py::none(), py::arg("cache_seqlens") = py::none(),
+        py::arg("d_out") = py::none(), py::arg("out") = py::none(), py::arg("lse") = py::none(),
+        py::arg("scale") = py::none(), py::arg("softcap") = py::none(), py::arg("window_left") = py::none(),
+        py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
+        py::arg("offset") = 0, py::arg("kv_dtype") = py::none(), py::arg("k_scale") = py::none(),
+        py::arg("v_scale") = py::none(), py::arg("captures") = py::none(), py::arg("scalars") = py::none(),
+        "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
+  m.def("load_library", [](const std::string& manifest) { return python::jit().load_library(manifest); },
+        py::arg("manifest"), "Serves later calls from the kernels of an `mfagen generate` manifest; their names.");
+  m.def("variants", [] { return python::jit().names(); }, "Names of the kernels generated in this process.");
+  m.def("recorded_runs", [] { return python::jit().recorded_runs(); },
+        "Runs the MFAGEN_BACKEND=record backend was given (benchmarks of the call path).");
+  m.def("backend_name", [] { return std::string(python::jit().backend().name()); },
+        "The backend calls run on: cpu (the emulator), or record (MFAGEN_BACKEND=record: launches nothing).");
+  m.def("jit_disabled", &python::jit_disabled, "Whether MFAGEN_DISABLE_JIT forbids generating kernels.");
+}

@@ -1,0 +1,284 @@
+"""PyTorch's ``scaled_dot_product_attention`` on mfagen kernels.
+
+``mfagen.torch.scaled_dot_product_attention(q, k, v, attn_mask=None,
+dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)`` has PyTorch's
+signature and meaning (DESIGN.md section 3 with ``is_causal`` = top_left):
+heads at dim -3 after any leading batch dims, Ev may differ from E, a bool
+mask's True takes part, a float mask (query's dtype) is added to the scores,
+masks broadcast to (N, ..., Hq, L, S), ``is_causal`` with a mask is an error,
+any finite scale (negative and zero too), ``enable_gqa`` (query head h reads
+kv head h // (Hq / Hkv)), rows with no visible key give 0, and dropout is
+applied whenever ``dropout_p > 0`` (Philox4x32-10, DESIGN.md section 13; the
+keyword ``dropout_seed`` fixes the 64-bit seed, else it is drawn from torch's
+generator). Gradients flow to query, key and value through mfagen's backward
+kernels; second-order gradients (``create_graph=True``) raise
+NotImplementedError.
+
+CPU tensors run on the cpu backend, an emulator of the generated Metal
+kernels: correct, not fast. Bad inputs raise ValueError or TypeError naming
+the argument before any kernel runs; what mfagen does not serve raises
+NotImplementedError naming the argument, so callers can fall back.
+"""
+
+import math
+
+import torch
+
+from . import _kernels
+
+__all__ = ["flex_attention", "scaled_dot_product_attention"]
+
+
+def _check_tensor(name, t):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, found {type(t).__name__}")
+    if t.device.type == "mps":
+        raise NotImplementedError(f"{name}: MPS tensors are not served by this build (the Metal bridge is not built);"
+                                  " use CPU tensors (the cpu backend emulator)")
+    if t.device.type != "cpu":
+        raise ValueError(f"{name}: device {t.device}; expected a CPU tensor (mfagen runs them on its cpu backend)")
+    if t.is_sparse or t.layout != torch.strided:
+        raise TypeError(f"{name}: layout {t.layout}; expected a dense (strided) tensor")
+
+
+def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(name, t)
+    if query.dtype not in _kernels.KERNEL_DTYPES:
+        raise TypeError(f"query: dtype {query.dtype}; expected torch.float16, torch.bfloat16 or torch.float32")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype:
+            raise TypeError(f"{name}: dtype {t.dtype}; expected query's dtype {query.dtype}")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dim() < 2:
+            raise ValueError(f"{name}: shape {tuple(t.shape)}; expected at least 2 dimensions (..., seq, dim)")
+    if not (query.dim() == key.dim() == value.dim()):
+        raise ValueError(f"query, key and value have {query.dim()}, {key.dim()} and {value.dim()} dimensions;"
+                         " expected the same number")
+    if query.shape[:-3] != key.shape[:-3] or key.shape[:-3] != value.shape[:-3]:
+        raise ValueError(f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}:"
+                         " the batch dimensions (before heads, seq, dim) must match")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"key: shape {tuple(key.shape)}; its last dimension must be query's E = {query.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"value: shape {tuple(value.shape)}; its sequence length (dim -2) must be key's"
+                         f" {key.shape[-2]}")
+    if query.dim() >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv:
+            raise ValueError(f"value: {hv} heads (dim -3); expected key's {hk}")
+        if hq != hk and not enable_gqa:
+            raise ValueError(f"key: {hk} heads but query has {hq}; pass enable_gqa=True for grouped-query attention")
+        if hk == 0 or hq % hk != 0:
+            raise ValueError(f"key: {hk} heads; query's {hq} heads must be a multiple of them")
+    if not isinstance(dropout_p, (int, float)) or not (0.0 <= dropout_p <= 1.0):
+        raise ValueError(f"dropout_p: {dropout_p!r}; expected a probability in [0, 1]")
+    if dropout_p == 1.0:
+        raise NotImplementedError("dropout_p: 1.0 drops every weight; mfagen's dropout takes p < 1")
+    if is_causal and attn_mask is not None:
+        raise ValueError("is_causal: True with an attn_mask; PyTorch forbids both (fold causality into the mask)")
+    if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale)):
+        raise ValueError(f"scale: {scale!r}; expected a finite number or None")
+    if attn_mask is not None:
+        _check_tensor("attn_mask", attn_mask)
+        if attn_mask.dtype != torch.bool and attn_mask.dtype != query.dtype:
+            raise TypeError(f"attn_mask: dtype {attn_mask.dtype}; expected torch.bool or query's dtype {query.dtype}")
+        target = tuple(query.shape[:-1]) + (key.shape[-2],)
+        try:
+            broadcast = torch.broadcast_shapes(tuple(attn_mask.shape), target)
+        except RuntimeError:
+            broadcast = None
+        if broadcast != target:
+            raise ValueError(f"attn_mask: shape {tuple(attn_mask.shape)} does not broadcast to the attention"
+                             f" weights' shape {target}")
+        if attn_mask.dtype != torch.bool and attn_mask.requires_grad and torch.is_grad_enabled():
+            raise NotImplementedError("attn_mask: gradients with respect to a float mask are not served")
+
+
+def _refuse_second_order():
+    """Backward with create_graph=True runs in grad mode: the gradients would be used as differentiable, and
+    mfagen has no second-order kernels, so this raises rather than silently dropping those terms."""
+    if torch.is_grad_enabled():
+        raise NotImplementedError("create_graph: second-order gradients through mfagen attention are not served")
+
+
+def _forward(q, k, v, mask, variant, options):
+    result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, mask=mask, **options)
+    return _kernels.tensor(result["out"], q.dtype), _kernels.tensor(result["lse"], torch.float32)
+
+
+class _Attention(torch.autograd.Function):
+    """out = attention(q, k, v); the backward kernel takes the forward's out and lse."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, variant, options):
+        out, lse = _forward(q, k, v, mask, variant, options)
+        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ctx.variant, ctx.options = variant, options
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):
+        _refuse_second_order()
+        q, k, v, mask, out, lse = ctx.saved_tensors
+        result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, mask=mask,
+                              d_out=d_out.contiguous(), out=out, lse=lse, **ctx.options)
+        grads = [_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv")]
+        return grads[0], grads[1], grads[2], None, None, None
+
+
+def _kernel_mask(attn_mask, weights_shape, batch):
+    """The mask as the kernel reads it: 2 to 4 dims broadcasting to (B, Hq, L, S)."""
+    if attn_mask.dim() == 1:
+        attn_mask = attn_mask.unsqueeze(0)
+    if attn_mask.dim() > 4 or len(weights_shape) != 4:
+        attn_mask = attn_mask.expand(weights_shape).reshape((batch,) + weights_shape[-3:])
+    return _kernels.rows_contiguous(attn_mask)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False, *, dropout_seed=None):
+    """PyTorch's ``torch.nn.functional.scaled_dot_product_attention`` on mfagen
+    kernels (see the module's documentation). ``dropout_seed``, an mfagen
+    extension, fixes the Philox seed of the dropout mask."""
+    _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if query.dim() == 2:  # (L, E): one head
+        out = scaled_dot_product_attention(query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0), attn_mask,
+                                           dropout_p, is_causal, scale, enable_gqa, dropout_seed=dropout_seed)
+        return out.squeeze(0)
+    batch_dims = tuple(query.shape[:-3])
+    heads_q, seq_q, dim = query.shape[-3:]
+    heads_kv, seq_k, dim_v = value.shape[-3:]
+    batch = math.prod(batch_dims)
+    out_shape = batch_dims + (heads_q, seq_q, dim_v)
+    if batch == 0 or heads_q == 0 or seq_q == 0 or seq_k == 0 or dim == 0 or dim_v == 0:
+        # Nothing to attend: PyTorch gives zeros (no key takes part); gradients are zero too.
+        anchor = (query.sum() + key.sum() + value.sum()) * 0
+        return torch.zeros(out_shape, dtype=query.dtype) + anchor
+
+    softmax_scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+    if softmax_scale < 0:  # the kernels take scales > 0: scale·<q, k> = |scale|·<-q, k>, exactly
+        query, softmax_scale = -query, -softmax_scale
+    elif softmax_scale == 0:  # every score 0: uniform weights, and no gradient reaches query
+        query, softmax_scale = query * 0, 1.0
+
+    weights_shape = tuple(query.shape[:-1]) + (seq_k,)  # (N, ..., Hq, L, S), before the batch dims merge
+    if query.dim() != 4:  # leading batch dims merge into one (a view where their strides allow)
+        query = query.reshape(batch, heads_q, seq_q, dim)
+        key = key.reshape(batch, heads_kv, seq_k, dim)
+        value = value.reshape(batch, heads_kv, seq_k, dim_v)
+    q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
+    mask = None
+    mask_kind = "none"
+    if attn_mask is not None:
+        mask = _kernel_mask(attn_mask, weights_shape, batch)
+        mask_kind = "bool" if mask.dtype == torch.bool else "additive"
+    variant = dict(dtype=_kernels.KERNEL_DTYPES[query.dtype], head_dim=dim, head_dim_v=dim_v,
+                   causal="top_left" if is_causal else "none", mask=mask_kind, dropout=dropout_p > 0)
+    options = dict(scale=softmax_scale)
+    if dropout_p > 0:
+        seed = dropout_seed if dropout_seed is not None else int(torch.randint(0, 2**62, (1,)).item())
+        options.update(dropout=float(dropout_p), seed=int(seed) & (2**64 - 1))
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        out = _Attention.apply(q, k, v, mask, variant, options)
+    else:  # nothing to differentiate: no autograd node (its cost is a quarter of a cached call's path)
+        out = _forward(q, k, v, mask, variant, options)[0]
+    return out if len(out_shape) == 4 else out.reshape(out_shape)
+
+
+_SIZE_NAMES = ("B", "Hq", "Hkv", "Sq", "Sk")
+
+
+def _capture_shape(name, tensor, sizes, given):
+    """The symbolic shape of a captured tensor: `given`, else each extent named by the one call size it
+    equals (B, Hq, Hkv, Sq, Sk), or kept as a number when it equals none."""
+    if given is not None:
+        if len(given) != tensor.dim():
+            raise ValueError(f"capture_shapes[{name!r}]: {list(given)} for a tensor of shape {tuple(tensor.shape)}")
+        return list(given)
+    shape = []
+    for extent in tensor.shape:
+        matches = [n for n, size in zip(_SIZE_NAMES, sizes) if size == extent]
+        if len(matches) > 1:
+            raise ValueError(f"captures[{name!r}]: extent {extent} equals {', '.join(matches)}; say which in "
+                             f"capture_shapes={{{name!r}: [...]}}")
+        shape.append(matches[0] if matches else int(extent))
+    return shape
+
+
+class _FlexAttention(torch.autograd.Function):
+    """out = attention with score_mod / mask_mod; gradients reach q, k, v and the float captured tensors."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, variant, options, names, *tensors):
+        captures = dict(zip(names, tensors))
+        result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, captures=captures, **options)
+        out = _kernels.tensor(result["out"], q.dtype)
+        lse = _kernels.tensor(result["lse"], torch.float32)
+        ctx.save_for_backward(q, k, v, out, lse, *tensors)
+        ctx.variant, ctx.options, ctx.names = variant, options, names
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):
+        _refuse_second_order()
+        q, k, v, out, lse, *tensors = ctx.saved_tensors
+        captures = dict(zip(ctx.names, tensors))
+        result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, captures=captures,
+                              d_out=d_out.contiguous(), out=out, lse=lse, **ctx.options)
+        grads = [_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv")]
+        capture_grads = result.get("capture_grads", {})
+        return (*grads, None, None, None, *[
+            _kernels.tensor(capture_grads[n], torch.float32) if n in capture_grads else None for n in ctx.names])
+
+
+def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=None, scalars=None, scale=None,
+                   enable_gqa=False, capture_shapes=None):
+    """FlexAttention-style custom attention from expressions (DESIGN.md section 13): ``score_mod`` over
+    ``score`` (after scaling), ``b``, ``h``, ``q_idx``, ``kv_idx``, the sizes ``B, Hq, Hkv, Sq, Sk``, named
+    captured tensors and runtime scalars, e.g. ``"score + rel[h, kv_idx - q_idx + Sk - 1]"``; ``mask_mod``
+    a boolean expression (True: the key is visible). ``captures``: name -> float32 or int32 CPU tensor; its
+    shape is written symbolically in the kernel's spec, each extent named by the call size it equals (or
+    given in ``capture_shapes``: name -> list of extents like ``["Hq", "Sq + Sk - 1"]``). ``scalars``: name ->
+    float. q, k, v are (B, H, S, D). Gradients reach q, k, v and the float32 captured tensors."""
+    if score_mod is None and mask_mod is None:
+        raise ValueError("score_mod, mask_mod: give at least one (else use scaled_dot_product_attention)")
+    for name, text in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{name}: expected an expression string, found {type(text).__name__}")
+    _check_inputs(query, key, value, None, 0.0, False, scale, enable_gqa)
+    if query.dim() != 4:
+        raise ValueError(f"query: shape {tuple(query.shape)}; flex_attention takes (B, H, S, D) tensors")
+    captures = dict(captures or {})
+    scalars = dict(scalars or {})
+    capture_shapes = dict(capture_shapes or {})
+    sizes = (query.shape[0], query.shape[1], key.shape[1], query.shape[2], key.shape[2])
+    declared = {}
+    for name, t in captures.items():
+        _check_tensor(f"captures[{name!r}]", t)
+        if t.dtype not in (torch.float32, torch.int32):
+            raise TypeError(f"captures[{name!r}]: dtype {t.dtype}; expected torch.float32 or torch.int32")
+        declared[name] = {"dtype": "float32" if t.dtype == torch.float32 else "int32",
+                          "shape": _capture_shape(name, t, sizes, capture_shapes.get(name))}
+    for name, x in scalars.items():
+        if not isinstance(x, (int, float)) or not math.isfinite(x):
+            raise ValueError(f"scalars[{name!r}]: {x!r}; expected a finite number")
+    dim, dim_v = query.shape[-1], value.shape[-1]
+    softmax_scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+    if softmax_scale <= 0:
+        raise NotImplementedError(f"scale: {scale!r}; flex_attention takes scales > 0 (score_mod sees the scaled "
+                                  "score, so the sign cannot move into q)")
+    variant = dict(dtype=_kernels.KERNEL_DTYPES[query.dtype], head_dim=dim, head_dim_v=dim_v)
+    if score_mod is not None:
+        variant["score_mod"] = score_mod
+    if mask_mod is not None:
+        variant["mask_mod"] = mask_mod
+    if declared:
+        variant["captures"] = _kernels.frozen(declared)
+    if scalars:
+        variant["scalars"] = tuple(sorted(scalars))
+    names = tuple(sorted(captures))
+    tensors = [captures[n].contiguous() for n in names]
+    options = dict(scale=softmax_scale, scalars={n: float(x) for n, x in scalars.items()})
+    q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
+    return _FlexAttention.apply(q, k, v, variant, options, names, *tensors)

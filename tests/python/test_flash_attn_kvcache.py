@@ -1,0 +1,157 @@
+"""mfagen.flash_attn.flash_attn_with_kvcache against a float64 reference:
+new k/v appended in place at cache_seqlens, dense caches (also through
+cache_batch_idx) and paged caches with pages shared between sequences,
+bottom-right causal over each sequence's keys, rotary embeddings
+(interleaved and not), softmax_lse."""
+
+import math
+
+import pytest
+import torch
+
+from mfagen.flash_attn import flash_attn_with_kvcache
+from conftest import assert_close
+from test_flash_attn import reference_flash
+
+F32 = torch.float32
+
+
+def rotary_reference(x, cos, sin, positions, interleaved):
+    """x (B, S, H, D) rotated at positions (B, S), written out pair by pair in float64."""
+    x = x.double().clone()
+    half = cos.shape[1]
+    for b in range(x.shape[0]):
+        for s in range(x.shape[1]):
+            c, n = cos[positions[b][s]].double(), sin[positions[b][s]].double()
+            for f in range(half):
+                i, j = (2 * f, 2 * f + 1) if interleaved else (f, f + half)
+                a, bb = x[b, s, :, i].clone(), x[b, s, :, j].clone()
+                x[b, s, :, i] = a * c[f] - bb * n[f]
+                x[b, s, :, j] = a * n[f] + bb * c[f]
+    return x
+
+
+def attend(q, keys, values, causal):
+    """One sequence: q (1, Sq, H, D) against keys (Sk, Hk, D)."""
+    return reference_flash(q, keys[None], values[None], causal=causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_dense_cache_append_and_attend(causal):
+    b, sq, h, hk, d, cap = 2, 3, 2, 1, 12, 10
+    k_cache, v_cache = torch.randn(b, cap, hk, d), torch.randn(b, cap, hk, d)
+    q, k_new, v_new = torch.randn(b, sq, h, d), torch.randn(b, 2, hk, d), torch.randn(b, 2, hk, d)
+    lengths = [4, 7]
+    before_k = k_cache.clone()
+    out, lse = flash_attn_with_kvcache(q, k_cache, v_cache, k_new, v_new,
+                                       cache_seqlens=torch.tensor(lengths, dtype=torch.int32), causal=causal,
+                                       return_softmax_lse=True)
+    for i in range(b):
+        n = lengths[i]
+        assert torch.equal(k_cache[i, n:n + 2], k_new[i])  # appended in place
+        assert torch.equal(k_cache[i, :n], before_k[i, :n]) and torch.equal(k_cache[i, n + 2:], before_k[i, n + 2:])
+        ref, ref_lse = attend(q[i:i + 1], k_cache[i, :n + 2], v_cache[i, :n + 2], causal)
+        assert_close(out[i:i + 1], ref, F32, what=f"out of sequence {i}")
+        assert_close(lse[i:i + 1], ref_lse, F32, what=f"lse of sequence {i}")
+
+
+def test_cache_batch_idx_selects_cache_rows():
+    k_cache, v_cache = torch.randn(3, 8, 2, 12), torch.randn(3, 8, 2, 12)
+    q = torch.randn(2, 1, 2, 12)
+    idx = torch.tensor([2, 0], dtype=torch.int32)
+    out = flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=5, cache_batch_idx=idx)
+    for i, row in enumerate([2, 0]):
+        assert_close(out[i:i + 1], attend(q[i:i + 1], k_cache[row, :5], v_cache[row, :5], False)[0], F32)
+
+
+def test_paged_cache_with_shared_pages_and_rotary():
+    page, d = 4, 12
+    k_cache, v_cache = torch.randn(6, page, 1, d), torch.randn(6, page, 1, d)
+    # Both sequences share page 5 as their first page (a common prefix); each appends into its own pages.
+    table = torch.tensor([[5, 1, 2], [5, 3, 0]], dtype=torch.int32)
+    lengths = torch.tensor([5, 4], dtype=torch.int32)  # the shared page is full: appends go to own pages
+    q, k_new, v_new = torch.randn(2, 2, 2, d), torch.randn(2, 2, 1, d), torch.randn(2, 2, 1, d)
+    cos, sin = torch.rand(16, 4), torch.rand(16, 4)  # rotary_dim 8 of D 12
+    for interleaved in (True, False):
+        kc, vc = k_cache.clone(), v_cache.clone()
+        out = flash_attn_with_kvcache(q, kc, vc, k_new, v_new, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lengths,
+                                     block_table=table, causal=True, rotary_interleaved=interleaved)
+        for i in range(2):
+            n = int(lengths[i])
+            positions = [[n + t for t in range(2)]]
+            rotated_k = rotary_reference(k_new[i:i + 1], cos, sin, positions, interleaved)[0]
+            rotated_q = rotary_reference(q[i:i + 1], cos, sin, positions, interleaved)
+            keys = torch.cat([kc[table[i, p // page], p % page][None] for p in range(n + 2)]).double()
+            values = torch.cat([vc[table[i, p // page], p % page][None] for p in range(n + 2)])
+            assert_close(keys[n:], rotated_k, F32, what="appended rotated keys")
+            old = torch.cat([k_cache[table[i, p // page], p % page][None] for p in range(n)])
+            assert torch.equal(keys[:n].float(), old)
+            assert_close(out[i:i + 1], attend(rotated_q, keys, values, True)[0], F32, what=f"out {i}")
+
+
+def test_kvcache_errors_name_the_argument():
+    k_cache, v_cache, q = torch.randn(2, 8, 1, 12), torch.randn(2, 8, 1, 12), torch.randn(2, 1, 1, 12)
+    saved = k_cache.clone()
+    with pytest.raises(ValueError, match="cache_seqlens: \\[7, 7\\] plus 2 new keys"):
+        flash_attn_with_kvcache(q, k_cache, v_cache, torch.randn(2, 2, 1, 12), torch.randn(2, 2, 1, 12),
+                                cache_seqlens=7)
+    with pytest.raises(ValueError, match="block_table: pages 0..9"):
+        flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=1,
+                                block_table=torch.tensor([[0], [9]], dtype=torch.int32))
+    with pytest.raises(NotImplementedError, match="cache_leftpad"):
+        flash_attn_with_kvcache(q, k_cache, v_cache, cache_leftpad=torch.zeros(2, dtype=torch.int32))
+    assert torch.equal(k_cache, saved)
+
+
+def quantized_rows(kind, shape, generator):
+    """Random raw rows of a quantized cache of value shape (..., D) and their float64 values (DESIGN.md 13)."""
+    *lead, d = shape
+    blocks = d // 32
+    if kind == "fp8_e4m3":
+        raw = torch.randint(0, 256, shape, dtype=torch.uint8, generator=generator)
+        raw[(raw & 0x7F) == 0x7F] = 0x3C  # S.1111.111 is NaN: not a stored value
+        sign = torch.where(raw >= 128, -1.0, 1.0).double()
+        exponent, mantissa = ((raw >> 3) & 0xF).double(), (raw & 0x7).double()
+        values = sign * torch.where(exponent == 0, mantissa / 8 * 2.0**-6, (1 + mantissa / 8) * 2.0 ** (exponent - 7))
+        return raw, values
+    scales = (torch.rand(*lead, blocks, generator=generator) * 0.1 + 0.01).half()
+    scale_bytes = scales.view(torch.uint8).view(*lead, blocks, 2)  # float16 d, little-endian
+    if kind == "q8_0":
+        q = torch.randint(-127, 128, (*lead, blocks, 32), dtype=torch.int8, generator=generator)
+        raw = torch.cat((scale_bytes, q.view(torch.uint8)), dim=-1)
+        values = scales.double().unsqueeze(-1) * q.double()
+    else:  # q4_0: element e < 16 in the low nibble of byte e, e >= 16 in the high nibble of byte e - 16
+        nibbles = torch.randint(0, 16, (*lead, blocks, 32), dtype=torch.uint8, generator=generator)
+        packed = nibbles[..., :16] | (nibbles[..., 16:] << 4)
+        raw = torch.cat((scale_bytes, packed), dim=-1)
+        values = scales.double().unsqueeze(-1) * (nibbles.double() - 8)
+    return raw.reshape(*lead, -1).contiguous(), values.reshape(*lead, d)
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q4_0", "fp8_e4m3"])
+def test_quantized_caches(kind):
+    generator = torch.Generator().manual_seed(5)
+    b, cap, hk, d = 2, 9, 1, 32
+    k_raw, k_values = quantized_rows(kind, (b, cap, hk, d), generator)
+    v_raw, v_values = quantized_rows(kind, (b, cap, hk, d), generator)
+    q = torch.randn(b, 3, 2, d)
+    scales = dict(k_scale=0.5, v_scale=2.0) if kind == "fp8_e4m3" else {}
+    lengths = torch.tensor([9, 4], dtype=torch.int32)
+    out = flash_attn_with_kvcache(q, k_raw, v_raw, cache_seqlens=lengths, causal=True, kv_dtype=kind, **scales)
+    for i in range(b):
+        n = int(lengths[i])
+        keys = k_values[i, :n] * scales.get("k_scale", 1.0)
+        values = v_values[i, :n] * scales.get("v_scale", 1.0)
+        ref, _ = reference_flash(q[i:i + 1].double(), keys[None], values[None], causal=True)
+        assert_close(out[i:i + 1], ref, F32, what=f"{kind} out {i}")
+
+
+def test_quantized_cache_errors_name_the_argument():
+    raw = torch.zeros(2, 8, 1, 34, dtype=torch.uint8)
+    q = torch.randn(2, 1, 1, 32)
+    with pytest.raises(NotImplementedError, match="appending to a quantized cache"):
+        flash_attn_with_kvcache(q, raw, raw, torch.randn(2, 1, 1, 32), torch.randn(2, 1, 1, 32), kv_dtype="q8_0")
+    with pytest.raises(ValueError, match="k_cache: rows of 34 bytes hold 32 q8_0 values; expected q's head dim 64"):
+        flash_attn_with_kvcache(torch.randn(2, 1, 1, 64), raw, raw, kv_dtype="q8_0")
+    with pytest.raises(ValueError, match="kv_dtype: 'q5_1'"):
+        flash_attn_with_kvcache(q, raw, raw, kv_dtype="q5_1")
