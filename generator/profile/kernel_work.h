@@ -41,6 +41,9 @@ struct LaunchWork {
   uint64_t device_bytes_read = 0;     // requested by the kernel's loads (whole launch)
   uint64_t device_bytes_written = 0;  // requested by its stores
   uint64_t device_bytes_unique = 0;   // compulsory DRAM traffic: each bound buffer's bytes once if touched
+  // Requested bytes that miss the core's L1: per threadgroup, its distinct
+  // 128-byte lines read (0: not measured, then every requested byte reaches the caches)
+  uint64_t device_bytes_read_past_l1 = 0;
   uint64_t threadgroup_bytes_read = 0;
   uint64_t threadgroup_bytes_written = 0;
   struct Buffer {

@@ -20,6 +20,7 @@ LaunchWork to_launch_work(const LaunchShape& shape, const cpu::LaunchProfile& p)
   w.sampling = p.sampling;
   w.ops = p.ops;
   w.threadgroup_bytes_read = p.threadgroup_bytes_read;
+  w.device_bytes_read_past_l1 = p.device_bytes_read_past_l1;
   w.threadgroup_bytes_written = p.threadgroup_bytes_written;
   for (const cpu::BufferTraffic& t : p.traffic) {
     uint64_t size = 0;

@@ -66,6 +66,7 @@ nlohmann::json launch_json(const LaunchWork& l) {
           {"device_bytes_read", l.device_bytes_read},
           {"device_bytes_written", l.device_bytes_written},
           {"device_bytes_unique", l.device_bytes_unique},
+          {"device_bytes_read_past_l1", l.device_bytes_read_past_l1},
           {"threadgroup_bytes_read", l.threadgroup_bytes_read},
           {"threadgroup_bytes_written", l.threadgroup_bytes_written},
           {"buffers", std::move(buffers)},

@@ -70,6 +70,8 @@ struct Reader {
     w.device_bytes_read = whole(l, path, "device_bytes_read");
     w.device_bytes_written = whole(l, path, "device_bytes_written");
     w.device_bytes_unique = whole(l, path, "device_bytes_unique");
+    if (l.contains("device_bytes_read_past_l1"))
+      w.device_bytes_read_past_l1 = whole(l, path, "device_bytes_read_past_l1");
     w.threadgroup_bytes_read = whole(l, path, "threadgroup_bytes_read");
     w.threadgroup_bytes_written = whole(l, path, "threadgroup_bytes_written");
     const json& buffers = member(l, path, "buffers");

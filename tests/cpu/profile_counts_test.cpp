@@ -143,6 +143,23 @@ TEST(ProfileCounts, AdjacentScalarAccessesMergeIntoVectorInstructions) {
   EXPECT_EQ(count(r, Op::device_store), 1);
 }
 
+// A threadgroup's re-reads of a line it has read already are L1 hits: what
+// it reads past L1 is its distinct 128-byte lines, per threadgroup (another
+// threadgroup reading the same line misses its own core's L1).
+TEST(ProfileCounts, DistinctLinesPerThreadgroupAreWhatPassesL1) {
+  auto module = compile_profiled("profile_counts.metal");
+  std::vector<float> table(32, 0.5f), own(2 * 64), out(2 * 64);
+  for (size_t i = 0; i < own.size(); ++i) own[i] = float(i);
+  auto r = run_profiled(*module, "shared_reads", {2, 1, 1}, {64, 1, 1}, {bind(0, table), bind(1, own), bind(2, out)});
+  ASSERT_TRUE(IsClean(r));
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_FLOAT_EQ(out[i], float(i) + 16.0f) << i;
+  EXPECT_EQ(r.profile->traffic.at(0).bytes_read, 2 * 64 * 32 * 4);
+  EXPECT_EQ(r.profile->traffic.at(1).bytes_read, 2 * 64 * 4);
+  ASSERT_EQ(r.profile->samples.size(), 2u);
+  for (const auto& tg : r.profile->samples) EXPECT_EQ(tg.device_bytes_read_past_l1, 128 + 2 * 128);
+  EXPECT_EQ(r.profile->device_bytes_read_past_l1, 2 * (128 + 2 * 128));
+}
+
 // A divide by a constant is counted as the multiply-high and shifts every
 // compiler emits for it; only the divide by a runtime value is a divide.
 TEST(ProfileCounts, DivisionByAConstantIsAMultiplyAndShifts) {

@@ -97,6 +97,26 @@ TEST(CostModel, MoreDeviceBytesNeverLessTime) {
   EXPECT_GT(previous, seconds(c, launch(1000, mixed_ops())));  // 16 GB is memory bound
 }
 
+// Requested bytes that a threadgroup re-reads hit its core's L1: only the
+// bytes past L1 are charged at the cache's bandwidth; a launch that did not
+// measure them charges every requested byte there, as before.
+TEST(CostModel, ReReadsWithinAThreadgroupAreL1Hits) {
+  const Chip& c = find_chip("M4 Max");
+  OpCounts ops{};
+  at(ops, Op::device_load) = 64;
+  LaunchWork l = launch(4096, ops);
+  l.device_bytes_unique = 1ull << 26;
+  l.device_bytes_read = 1ull << 34;
+  const LaunchPrediction unmeasured = predict(c, kernel({l})).launches.at(0);
+  EXPECT_DOUBLE_EQ(unmeasured.device_memory_seconds, (1ull << 34) / (c.cache_bandwidth_gbs * 1e9));
+  l.device_bytes_read_past_l1 = 1ull << 30;
+  const LaunchPrediction measured = predict(c, kernel({l})).launches.at(0);
+  EXPECT_DOUBLE_EQ(measured.device_memory_seconds, (1ull << 30) / (c.cache_bandwidth_gbs * 1e9));
+  l.device_bytes_read_past_l1 = 1ull << 20;  // below the compulsory bytes: DRAM bounds it
+  EXPECT_DOUBLE_EQ(predict(c, kernel({l})).launches.at(0).device_memory_seconds,
+                   (1ull << 26) / (c.dram_bandwidth_gbs * 1e9));
+}
+
 TEST(CostModel, MoreDramBandwidthNeverMoreTime) {
   for (const Chip& c : chips()) {
     LaunchWork memory = launch(1000, mixed_ops());

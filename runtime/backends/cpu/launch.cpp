@@ -114,6 +114,7 @@ LaunchProfile extrapolate(std::vector<ThreadgroupProfile> samples, uint64_t grou
       p.traffic[i].bytes_read += t.represents * t.traffic[i].bytes_read;
       p.traffic[i].bytes_written += t.represents * t.traffic[i].bytes_written;
     }
+    p.device_bytes_read_past_l1 += t.represents * t.device_bytes_read_past_l1;
     p.threadgroup_bytes_read += t.represents * t.threadgroup_bytes_read;
     p.threadgroup_bytes_written += t.represents * t.threadgroup_bytes_written;
     p.threadgroup_memory_bytes = std::max(p.threadgroup_memory_bytes, t.threadgroup_memory_bytes);

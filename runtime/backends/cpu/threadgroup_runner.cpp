@@ -144,6 +144,7 @@ void ThreadgroupRunner::prepare_threads(Dim3 position) {
   tg_epoch_ = 0;
   threadgroup_bytes_read_ = threadgroup_bytes_written_ = 0;
   if (context_.profile) traffic_at_start_ = traffic_;  // take_profile() reports this threadgroup's share
+  lines_read_.clear();
   // At most 31 buffers of at most 32 KB in all (checked at launch): they
   // always fit the arena, gaps included.
   for (auto [index, bytes] : context_.threadgroup_buffers) {
@@ -348,9 +349,13 @@ ThreadgroupProfile ThreadgroupRunner::take_profile() {
   p.threadgroup_bytes_read = threadgroup_bytes_read_;
   p.threadgroup_bytes_written = threadgroup_bytes_written_;
   p.threadgroup_memory_bytes = arena_used_bytes_;
-  for (size_t i = 0; i < traffic_.size(); ++i)
+  uint64_t bytes_read = 0;
+  for (size_t i = 0; i < traffic_.size(); ++i) {
     p.traffic.push_back(BufferTraffic{traffic_[i].index, traffic_[i].bytes_read - traffic_at_start_[i].bytes_read,
                                       traffic_[i].bytes_written - traffic_at_start_[i].bytes_written});
+    bytes_read += p.traffic.back().bytes_read;
+  }
+  p.device_bytes_read_past_l1 = std::min<uint64_t>(bytes_read, 128 * uint64_t(lines_read_.size()));
   const ProfileTable* table = context_.profile;
   if (!table) return p;
   std::vector<profile::OpCounts> per_simd(simds_.size(), profile::OpCounts{});
@@ -435,6 +440,12 @@ void ThreadgroupRunner::check_device(uintptr_t address, uint64_t size, uint32_t 
     if (address >= b.begin && address + size <= b.end) {
       if (flags & abi::kRead) traffic_[i].bytes_read += size;
       if (flags & abi::kWrite) traffic_[i].bytes_written += size;
+      if ((flags & abi::kRead) && context_.profile && size > 0) {
+        // Apple GPU caches move 128-byte lines (assumption; docs/profile.md).
+        constexpr uint64_t kL1LineBytes = 128;
+        const uint64_t first = (address - b.begin) / kL1LineBytes, last = (address - b.begin + size - 1) / kL1LineBytes;
+        for (uint64_t line = first; line <= last; ++line) lines_read_.insert(uint64_t(i) << 48 | line);
+      }
       return;
     }
   }

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "finding_sink.h"
@@ -159,6 +160,9 @@ class ThreadgroupRunner {
   std::vector<uint32_t> entered_functions_;
   uint64_t threadgroup_bytes_read_ = 0, threadgroup_bytes_written_ = 0;
   std::vector<BufferTraffic> traffic_at_start_;
+  // Profiling: the device lines (buffer, offset / kL1LineBytes) this
+  // threadgroup read; their count is what it reads past its core's L1.
+  std::unordered_set<uint64_t> lines_read_;
 };
 
 }  // namespace mfagen::cpu

@@ -94,3 +94,14 @@ kernel void adjacent_scalars(device const half* h [[buffer(0)]], device const fl
   const float apart = float(h[t + 128]) * float(h[t + 192]);
   out[t] = halves + floats + apart;
 }
+
+// Every thread of a threadgroup reads the same 32 floats (one 128-byte line)
+// and its own float: requested bytes 64 x 33 x 4, of which the distinct lines
+// are the shared one and the two lines of the 64 own floats.
+kernel void shared_reads(device const float* table [[buffer(0)]], device const float* own [[buffer(1)]],
+                         device float* out [[buffer(2)]], uint t [[thread_position_in_threadgroup]],
+                         uint g [[threadgroup_position_in_grid]]) {
+  float sum = own[g * 64 + t];
+  for (uint i = 0; i < 32; ++i) sum += table[i];
+  out[g * 64 + t] = sum;
+}

@@ -191,6 +191,10 @@ struct ThreadgroupProfile {
   profile::OpCounts ops{};  // sum over its simdgroups
   profile::OpCounts busiest_simdgroup{};  // the simdgroup that issued the most
   std::vector<BufferTraffic> traffic;     // device bytes per bound buffer
+  // Device bytes read past the core's L1: the distinct 128-byte lines this
+  // threadgroup read (at most the bytes it read). Re-reads of a line within
+  // a threadgroup are served by its core's L1 (docs/profile.md).
+  uint64_t device_bytes_read_past_l1 = 0;
   uint64_t threadgroup_bytes_read = 0, threadgroup_bytes_written = 0;
   uint64_t threadgroup_memory_bytes = 0;  // allocated: declared + [[threadgroup(n)]]
 };
@@ -202,6 +206,7 @@ struct LaunchProfile {
   // The whole launch: sums of samples x represents.
   profile::OpCounts ops{};
   std::vector<BufferTraffic> traffic;
+  uint64_t device_bytes_read_past_l1 = 0;  // see ThreadgroupProfile
   uint64_t threadgroup_bytes_read = 0, threadgroup_bytes_written = 0;
   uint64_t threadgroup_memory_bytes = 0;  // the largest of any threadgroup
   uint32_t registers_per_thread = 0;      // estimate (docs/profile.md)
