@@ -8,6 +8,7 @@
 #include <set>
 
 #include "check/rules.h"
+#include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/token_view.h"
 #include "mfagen/msl/vector_syntax.h"
@@ -88,6 +89,7 @@ class Lowering {
     });
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
+    msl::type_floating_literals_as_float(view_);
     msl::TextWithOrigin lowered = view_.joined_with_origin();
     return LoweredMsl{std::move(lowered.text), std::move(lowered.origin), std::move(findings_)};
   }

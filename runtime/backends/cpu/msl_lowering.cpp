@@ -9,6 +9,7 @@
 #include <set>
 
 #include "mfagen/msl/integer_expression.h"
+#include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/syntax_error.h"
 #include "mfagen/msl/token_view.h"
@@ -63,6 +64,7 @@ class Lowering {
     reject_unbalanced_attributes();
     reject_unsupported_tokens();
     msl::rename_opencl_only_keywords(view_);
+    msl::type_floating_literals_as_float(view_);
     lower_function_constants();
     find_kernels();
     lower_dialect_differences(view_);
@@ -139,9 +141,13 @@ class Lowering {
   }
 
   void reject_unsupported_tokens() const {
-    for (size_t k = 0; k < count(); ++k)
-      if (!in_attribute(k) && is_identifier(k) && text(k) == "double")
-        fail(k, "'double' is not supported by Metal (use float)");
+    for (size_t k = 0; k < count(); ++k) {
+      if (in_attribute(k)) continue;
+      if (is_identifier(k) && text(k) == "double") fail(k, "'double' is not supported by Metal (use float)");
+      // An unsuffixed floating literal is a float, as in Metal (literal_types.h); an L suffix a long double.
+      if (view_.is_number(k) && msl::is_long_double_literal(text(k)))
+        fail(k, fmt::format("floating literal '{}' is a long double, which Metal does not support", text(k)));
+    }
   }
 
   // `constant T name [[function_constant(i)]];` at namespace scope.
