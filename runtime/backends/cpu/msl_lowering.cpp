@@ -485,8 +485,9 @@ class Lowering {
         if (!is(k, "threadgroup") || !(is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";"))) continue;
         size_t semi = k;
         int depth = 0;
-        bool initialized = false, pointer = false, several = false;
+        bool initialized = false, pointer = false;
         size_t first_bracket = 0;
+        std::vector<size_t> commas;  // between declarators: `threadgroup float a[4][8], b[4][8];` (Metal accepts it)
         for (; semi < body_end; ++semi) {
           std::string_view t = text(semi);
           if (t == ";" && depth == 0) break;
@@ -497,19 +498,26 @@ class Lowering {
           if (t == ")" || t == "]" || t == ">" || t == "}") --depth;
           if (depth == 0 && t == "=") initialized = true;
           if (depth == 0 && (t == "*" || t == "&") && !first_bracket) pointer = true;
-          if (depth == 0 && t == ",") several = true;
+          if (depth == 0 && t == ",") commas.push_back(semi);
         }
         if (pointer) continue;  // a private pointer/reference to threadgroup memory
         if (initialized) fail(k, "threadgroup variables cannot have initializers");
-        if (several) fail(k, "declare one threadgroup variable per statement");
-        size_t name = first_bracket ? first_bracket - 1 : semi - 1;
+        const size_t first_end = commas.empty() ? semi : commas.front();
+        if (first_bracket > first_end) first_bracket = 0;
+        size_t name = first_bracket ? first_bracket - 1 : first_end - 1;
         if (!is_identifier(name) || name <= k + 1) fail(k, "malformed threadgroup variable declaration");
         std::string type = lowered_text(k + 1, name);
-        std::string dims = first_bracket ? original_text(first_bracket, semi) : "";
-        std::string decl = fmt::format(
-            "__local {0} (&{1}){2} = *(__local {0} (*){2})(unsigned long)__mf_tg_alloc({3}u, sizeof({0}{2}), "
-            "alignof({0}{2}), \"{1}\")",
-            type, text(name), dims, tg_sites_++);
+        // One allocation per declarator, each `name[dims]` of the same type.
+        std::string decl;
+        commas.push_back(semi);
+        for (size_t d = 0, begin = name; d < commas.size(); begin = commas[d] + 1, ++d) {
+          if (!is_identifier(begin) || begin >= commas[d]) fail(k, "malformed threadgroup variable declaration");
+          std::string dims = original_text(begin + 1, commas[d]);
+          decl += fmt::format(
+              "{4}__local {0} (&{1}){2} = *(__local {0} (*){2})(unsigned long)__mf_tg_alloc({3}u, sizeof({0}{2}), "
+              "alignof({0}{2}), \"{1}\")",
+              type, text(begin), dims, tg_sites_++, decl.empty() ? "" : "; ");
+        }
         for (size_t j = k; j < semi; ++j) replace(j, "");
         replace(k, decl);
         k = semi;
