@@ -54,5 +54,13 @@ TEST(PeerConstructs, PointerPlusEqualsIntegralConstant) {
   EXPECT_EQ(out[1], 2.0f * (4.0f + 8.0f + 16.0f + 100.0f * 64.0f)) << "threadgroup pointer";
 }
 
+TEST(PeerConstructs, ConditionalBetweenALocalAndAPrvalueOfAManyWayClass) {
+  auto module = compile_constructs();
+  std::vector<float> x = {1, 2, 3, 4}, out(8, 9.0f);
+  auto result = run(*module, "conditional_of_a_many_way_class", {1, 1, 1}, {2, 1, 1}, {bind(0, x), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 0, 0, 0, 0, 3, 4}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

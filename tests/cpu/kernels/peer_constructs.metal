@@ -92,3 +92,41 @@ kernel void pointer_plus_integral_constant(device const float* a [[buffer(0)]], 
     out[1] = walk(p, Int<4>{}, Int<1>{});
   }
 }
+
+// MLX's loaders zero the lanes they do not load with
+// `tmp_val[j] = tmp_idx[j] ? tmp_val[j] : T(0);`; with T its complex64_t,
+// whose templated conversions and address-space constructors make clang find
+// the conditional between a thread lvalue and a prvalue ambiguous (Metal
+// gives a prvalue). Lane i keeps element i of two.
+template <typename T>
+struct Complex {
+  T re, im;
+  Complex() thread = default;
+  constexpr Complex(T r, T i) thread : re(r), im(i) {}
+  template <typename U, typename = typename enable_if<is_convertible_v<U, T>>::type>
+  constexpr Complex(U x) thread : re(static_cast<T>(x)), im(T(0)) {}
+  template <typename U, typename = typename enable_if<is_convertible_v<U, T>>::type>
+  constexpr Complex(U x) device : re(static_cast<T>(x)), im(T(0)) {}
+  constexpr Complex(vec<T, 2> v) thread : re(v.x), im(v.y) {}
+  constexpr Complex(vec<T, 2> v) device : re(v.x), im(v.y) {}
+  constexpr operator vec<T, 2>() const thread { return vec<T, 2>(re, im); }
+  constexpr operator vec<T, 2>() const device { return vec<T, 2>(re, im); }
+  template <typename U, typename = typename enable_if<is_convertible_v<T, U>>::type>
+  constexpr operator U() const thread { return static_cast<U>(re); }
+  template <typename U, typename = typename enable_if<is_convertible_v<T, U>>::type>
+  constexpr operator U() const device { return static_cast<U>(re); }
+};
+template <typename T>
+METAL_FUNC void keep_own(device const T* src, device T* dst, uint lane) {
+  T tmp[2];
+  bool keep[2] = {lane == 0, lane == 1};
+  for (int j = 0; j < 2; ++j) tmp[j] = src[j];
+  for (int j = 0; j < 2; ++j) tmp[j] = keep[j] ? tmp[j] : T(0);
+  dst[2 * lane] = tmp[0];
+  dst[2 * lane + 1] = tmp[1];
+}
+kernel void conditional_of_a_many_way_class(device const Complex<float>* x [[buffer(0)]],
+                                            device Complex<float>* out [[buffer(1)]],
+                                            uint lane [[thread_position_in_grid]]) {
+  keep_own(x, out, lane);
+}
