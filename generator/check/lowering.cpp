@@ -200,6 +200,9 @@ class Lowering {
       annotations += fmt::format("{}annotate(\"msl:{}\")", annotations.empty() ? "" : ", ", annotation_text(texts[a]));
     }
     if (!annotations.empty()) lowered += fmt::format("__attribute__(({}))", annotations);
+    // `uint3 tgpig[[threadgroup_position_in_grid]]` (ggml): no space before
+    // the list, and the lowered text must not join the parameter's name.
+    if (!lowered.empty()) lowered.insert(0, " ");
     view_.replace(open, std::move(lowered));
     for (size_t j = open + 1; j <= close; ++j) view_.replace(j, "");
     // OpenCL requires an initializer on program-scope constants.

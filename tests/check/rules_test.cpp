@@ -321,6 +321,14 @@ TEST(CheckRules, UnsuffixedFloatingLiteralsAreValidMetal) {
       "  out[i] = out[i] * 1e-3;\n}\n");
 }
 
+// ggml writes attributes right after the parameter's name.
+TEST(CheckRules, AttributeListWithoutASpaceBeforeIt) {
+  expect_clean(
+      "kernel void k(device float* out[[buffer(0)]], uint3 tgpig[[threadgroup_position_in_grid]],\n"
+      "              ushort tiisg[[thread_index_in_simdgroup]]) {\n"
+      "  out[tgpig.x * 32 + tiisg] = 1.0f;\n}\n");
+}
+
 // A long double literal is what Metal rejects (no long double).
 TEST(CheckRules, LongDoubleLiteral) {
   expect_rule(
