@@ -8,6 +8,7 @@
 #include <set>
 
 #include "check/rules.h"
+#include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/token_view.h"
 #include "mfagen/msl/vector_syntax.h"
@@ -88,6 +89,7 @@ class Lowering {
     });
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
+    msl::type_floating_literals_as_float(view_);
     msl::TextWithOrigin lowered = view_.joined_with_origin();
     return LoweredMsl{std::move(lowered.text), std::move(lowered.origin), std::move(findings_)};
   }
@@ -198,6 +200,9 @@ class Lowering {
       annotations += fmt::format("{}annotate(\"msl:{}\")", annotations.empty() ? "" : ", ", annotation_text(texts[a]));
     }
     if (!annotations.empty()) lowered += fmt::format("__attribute__(({}))", annotations);
+    // `uint3 tgpig[[threadgroup_position_in_grid]]` (ggml): no space before
+    // the list, and the lowered text must not join the parameter's name.
+    if (!lowered.empty()) lowered.insert(0, " ");
     view_.replace(open, std::move(lowered));
     for (size_t j = open + 1; j <= close; ++j) view_.replace(j, "");
     // OpenCL requires an initializer on program-scope constants.

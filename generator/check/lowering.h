@@ -16,6 +16,9 @@
 //     (the same pass, mfagen/msl/vector_syntax.h); a unary operator before a
 //     vector cast, which that rewrite cannot express, is a cpu-lowering
 //     finding;
+//   - unsuffixed floating literals, in code and in #define bodies, become
+//     float literals, as Metal types them (mfagen/msl/literal_types.h, the
+//     same pass as the cpu backend's);
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
 //     renamed (mfagen/msl/opencl_keywords.h);
 //   - #include of anything but <metal_*> and

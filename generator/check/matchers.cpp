@@ -54,24 +54,24 @@ class GotoRule : public Rule {
   }
 };
 
-// double (Metal has no double precision), and floating literals without a
-// suffix: `1.0` is a double in C++, so the cpu backend (the ground truth
-// here) would compute `x * 0.1` in double while Metal, which has no double,
-// does not; a suffix (`0.1f`, `0.1h`) makes both compute the same.
+// double (Metal has no double precision). A floating literal without a
+// suffix is valid Metal: it is a float there, and both the cpu backend and
+// this parse type it so (mfagen/msl/literal_types.h); an `l`/`L` suffix
+// names a long double, which Metal does not have.
 class DoubleRule : public Rule {
  public:
   using Rule::Rule;
   void run(const MatchFinder::MatchResult& r) override {
     if (const auto* literal = r.Nodes.getNodeAs<clang::FloatingLiteral>("literal")) {
+      if (!literal->getType()->isSpecificBuiltinType(clang::BuiltinType::LongDouble)) return;
       const clang::SourceManager& sm = *r.SourceManager;
       const clang::SourceLocation at = sm.getSpellingLoc(literal->getLocation());
       const std::string spelling =
           clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(at), sm, r.Context->getLangOpts()).str();
-      if (spelling.empty() || std::string_view("fFhH").find(spelling.back()) != std::string_view::npos) return;
       report(rules::kDouble, literal->getLocation(),
-             fmt::format("floating literal '{}' has no suffix: it is a double in C++ (where the cpu backend runs "
-                         "kernels) and Metal has no double (write '{}f' for float or '{}h' for half)",
-                         spelling, spelling, spelling));
+             fmt::format("floating literal '{}' is a long double, which Metal does not support (write it without "
+                         "the 'L' for float, or with 'h' for half)",
+                         spelling));
       return;
     }
     const auto* loc = r.Nodes.getNodeAs<clang::TypeLoc>("type");

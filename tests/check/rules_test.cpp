@@ -309,14 +309,35 @@ TEST(CheckRules, Double) {
   expect_rule("float cast(float x) {\n  return float((double)x * 2);  // HERE\n}\n", rules::kDouble);
 }
 
-TEST(CheckRules, UnsuffixedFloatingLiteral) {
+// Metal types an unsuffixed floating literal as float (MSL section 2.1 has
+// no double; mfagen/msl/literal_types.h), so ggml's `0.5*x` is valid Metal.
+TEST(CheckRules, UnsuffixedFloatingLiteralsAreValidMetal) {
+  expect_clean(
+      "kernel void k(device float4* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float4 x = out[i];\n  float4 v(0.0);\n"
+      "  out[i] = 0.5*x + fmin(1, x.x/6 + 0.5) + v + 16777217.0 - 1e-3;\n}\n");
+  expect_clean(
+      "kernel void k(device half* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = out[i] * 1e-3;\n}\n");
+}
+
+// ggml writes attributes right after the parameter's name.
+TEST(CheckRules, AttributeListWithoutASpaceBeforeIt) {
+  expect_clean(
+      "kernel void k(device float* out[[buffer(0)]], uint3 tgpig[[threadgroup_position_in_grid]],\n"
+      "              ushort tiisg[[thread_index_in_simdgroup]]) {\n"
+      "  out[tgpig.x * 32 + tiisg] = 1.0f;\n}\n");
+}
+
+// A long double literal is what Metal rejects (no long double).
+TEST(CheckRules, LongDoubleLiteral) {
   expect_rule(
       "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
-      "  out[i] = out[i] + 16777217.0 - 16777216.0f;  // HERE\n}\n",
+      "  out[i] = out[i] * 0.5L;  // HERE\n}\n",
       rules::kDouble);
   expect_rule(
-      "kernel void k(device half* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
-      "  out[i] = out[i] * 1e-3;  // HERE\n}\n",
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = out[i] + 1e-3l;  // HERE\n}\n",
       rules::kDouble);
 }
 

@@ -53,6 +53,13 @@ TEST(CompileErrors, ConditionalBetweenDifferentStructsInDifferentAddressSpaces) 
   EXPECT_THAT(message, ::testing::Not(HasSubstr("__mf_rvalue"))) << message;
 }
 
+TEST(CompileErrors, LongDoubleLiteral) {
+  std::string message = compile_error("long_double_literal.metal");
+  ASSERT_NE(message, "") << "compiled, but Metal has no long double";
+  EXPECT_THAT(message, HasSubstr(place("long_double_literal.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("long double")) << message;
+}
+
 TEST(CompileErrors, SyntaxErrorNamesTheLine) {
   std::string message = compile_error("syntax_error.metal");
   ASSERT_NE(message, "");

@@ -231,6 +231,30 @@ TEST(DataRace, ThreadgroupFenceTwinIsClean) {
   for (int i = 0; i < 64; ++i) EXPECT_EQ(y[i], x[i ^ 1]) << i;
 }
 
+// ggml's flash_attn_ext_vec (NE = 1) relies on a simdgroup's lanes running
+// in lockstep: lane 0 overwrites words the other lanes read just before,
+// with no barrier between (kernels/bugs/race_simd_lockstep.metal). The cpu
+// backend runs lanes one after another between synchronization points, so
+// lanes that run after lane 0 read its later write (on a GPU they would
+// not): that difference must never be silent, the race detector reports it.
+TEST(DataRace, SimdgroupLanesAssumedToRunInLockstep) {
+  auto module = compile_bug("race_simd_lockstep.metal");
+  std::vector<float> x = iota_floats(32), y(32, -1.0f);
+  auto result = run(*module, "read_then_leader_writes", {1, 1, 1}, {32, 1, 1}, {bind(0, x), bind(1, y)});
+  // Either access may find the other, as lanes run in turn.
+  EXPECT_TRUE(FindingsAt(result, FindingKind::data_race, "read_then_leader_writes", "race_simd_lockstep.metal",
+                         {"MARK: read", "MARK: write"}));
+  EXPECT_EQ(y[0], 528.0f) << "lane 0 read before it wrote";
+}
+
+TEST(DataRace, LockstepTwinWithASimdgroupBarrierIsClean) {
+  auto module = compile_bug("race_simd_lockstep.metal");
+  std::vector<float> x = iota_floats(32), y(32, -1.0f);
+  auto result = run(*module, "read_barrier_then_leader_writes", {1, 1, 1}, {32, 1, 1}, {bind(0, x), bind(1, y)});
+  EXPECT_TRUE(IsClean(result));
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 528.0f) << i;
+}
+
 // ---- barrier divergence ----
 
 TEST(BarrierDivergence, EarlyReturnBeforeBarrier) {

@@ -60,6 +60,16 @@ std::string preprocess(const fs::path& file, const CompileOptions& options, cons
   fs::path output = unique_temp(scratch_dir, "pre", ".ii");
   std::vector<std::string> argv = {tc.clang, "-E"};
   argv.insert(argv.end(), kLanguageFlags.begin(), kLanguageFlags.end());
+  // Macros in pragma arguments are expanded, as the compile of a pragma does
+  // (ggml's `#pragma unroll (MIN(DK8/2, 4*NSG))`, MIN a macro of the file):
+  // clang's loop-hint pragma reads its argument through the preprocessor,
+  // so Apple's compiler expands it, but `clang -E` prints pragmas it does not
+  // know verbatim, and the macro no longer exists when the output is compiled.
+  // -fms-extensions makes -E expand macros in every pragma it prints (clang's
+  // PrintPreprocessedOutput); it adds two predefined macros
+  // (_NATIVE_WCHAR_T_DEFINED, _WCHAR_T_DEFINED) and no other change to the
+  // preprocessed text, and the compile itself does not take it.
+  argv.push_back("-fms-extensions");
   argv.insert(argv.end(), {"-isystem", tc.standin_dir.string(), "-include", "mfagen_standin/abi.h"});
   for (const std::string& dir : options.include_dirs) argv.insert(argv.end(), {"-I", dir});
   for (const std::string& define : options.defines) argv.push_back("-D" + define);

@@ -99,6 +99,11 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
   static const std::regex error_line(R"(^(.*):\d+:\d+:((?:\{\d+:\d+-\d+:\d+\})*): (?:fatal )?error: (.*)$)");
   static const std::regex incompatible(
       R"(^incompatible operand types \('([^']*)'(?: \(aka '([^']*)'\))? and '([^']*)'(?: \(aka '([^']*)'\))?\)$)");
+  // The same conditional when the class converts to many types (MLX's
+  // complex64_t, whose templated conversion operators and address-space
+  // constructors make both arms convertible to several common types).
+  static const std::regex ambiguous(
+      R"(^conditional expression is ambiguous; '([^']*)' and '([^']*)' can be converted to several common types$)");
   static const std::regex scalar_rank(
       R"(^scalar operand type has greater rank than the type of the vector element\. )"
       R"(\('([^']*)'(?: \(vector of \d+ '[^']*' values\))? and '([^']*)'(?: \(vector of \d+ '[^']*' values\))?\)$)");
@@ -117,9 +122,10 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
     for (std::sregex_iterator r(ranges.begin(), ranges.end(), range), end; r != end; ++r)
       operands.push_back(Wrap{{std::stoi((*r)[1]), std::stoi((*r)[2])}, {std::stoi((*r)[3]), std::stoi((*r)[4])}, ""});
     if (operands.size() != 2) return std::nullopt;
-    if (std::regex_match(message, types, incompatible)) {
-      const std::string a = types[2].matched ? types[2] : types[1];
-      const std::string b = types[4].matched ? types[4] : types[3];
+    const bool is_incompatible = std::regex_match(message, types, incompatible);
+    if (is_incompatible || std::regex_match(message, types, ambiguous)) {
+      const std::string a = !is_incompatible ? types[1] : types[2].matched ? types[2] : types[1];
+      const std::string b = !is_incompatible ? types[2] : types[4].matched ? types[4] : types[3];
       if (unqualified(a) != unqualified(b)) return std::nullopt;  // genuinely different types: Metal rejects too
       bool wrapped = false;
       for (int k = 0; k < 2; ++k) {

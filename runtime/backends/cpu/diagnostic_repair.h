@@ -8,7 +8,9 @@
 //    operand types ('const __global bfloat' and 'bfloat')"). Each arm naming
 //    an address space is wrapped in __mf_rvalue(...) (a prvalue copy,
 //    mfagen_standin/lowering_support.h), inside the arm, so evaluation order
-//    and short-circuiting are unchanged;
+//    and short-circuiting are unchanged; likewise when clang finds the
+//    conditional ambiguous ("can be converted to several common types") for
+//    a class that converts to many types (MLX's complex64_t);
 //  - a scalar of higher rank than a vector's elements, e.g. `float * half4`
 //    (llama.cpp): Metal converts the scalar to the element type ("the scalar
 //    may also be subject to the usual arithmetic conversion to the element

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "mfagen/msl/integer_expression.h"
+#include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/syntax_error.h"
 #include "mfagen/msl/token_view.h"
@@ -63,6 +64,7 @@ class Lowering {
     reject_unbalanced_attributes();
     reject_unsupported_tokens();
     msl::rename_opencl_only_keywords(view_);
+    msl::type_floating_literals_as_float(view_);
     lower_function_constants();
     find_kernels();
     lower_dialect_differences(view_);
@@ -139,9 +141,13 @@ class Lowering {
   }
 
   void reject_unsupported_tokens() const {
-    for (size_t k = 0; k < count(); ++k)
-      if (!in_attribute(k) && is_identifier(k) && text(k) == "double")
-        fail(k, "'double' is not supported by Metal (use float)");
+    for (size_t k = 0; k < count(); ++k) {
+      if (in_attribute(k)) continue;
+      if (is_identifier(k) && text(k) == "double") fail(k, "'double' is not supported by Metal (use float)");
+      // An unsuffixed floating literal is a float, as in Metal (literal_types.h); an L suffix a long double.
+      if (view_.is_number(k) && msl::is_long_double_literal(text(k)))
+        fail(k, fmt::format("floating literal '{}' is a long double, which Metal does not support", text(k)));
+    }
   }
 
   // `constant T name [[function_constant(i)]];` at namespace scope.
@@ -479,8 +485,9 @@ class Lowering {
         if (!is(k, "threadgroup") || !(is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";"))) continue;
         size_t semi = k;
         int depth = 0;
-        bool initialized = false, pointer = false, several = false;
+        bool initialized = false, pointer = false;
         size_t first_bracket = 0;
+        std::vector<size_t> commas;  // between declarators: `threadgroup float a[4][8], b[4][8];` (Metal accepts it)
         for (; semi < body_end; ++semi) {
           std::string_view t = text(semi);
           if (t == ";" && depth == 0) break;
@@ -491,19 +498,26 @@ class Lowering {
           if (t == ")" || t == "]" || t == ">" || t == "}") --depth;
           if (depth == 0 && t == "=") initialized = true;
           if (depth == 0 && (t == "*" || t == "&") && !first_bracket) pointer = true;
-          if (depth == 0 && t == ",") several = true;
+          if (depth == 0 && t == ",") commas.push_back(semi);
         }
         if (pointer) continue;  // a private pointer/reference to threadgroup memory
         if (initialized) fail(k, "threadgroup variables cannot have initializers");
-        if (several) fail(k, "declare one threadgroup variable per statement");
-        size_t name = first_bracket ? first_bracket - 1 : semi - 1;
+        const size_t first_end = commas.empty() ? semi : commas.front();
+        if (first_bracket > first_end) first_bracket = 0;
+        size_t name = first_bracket ? first_bracket - 1 : first_end - 1;
         if (!is_identifier(name) || name <= k + 1) fail(k, "malformed threadgroup variable declaration");
         std::string type = lowered_text(k + 1, name);
-        std::string dims = first_bracket ? original_text(first_bracket, semi) : "";
-        std::string decl = fmt::format(
-            "__local {0} (&{1}){2} = *(__local {0} (*){2})(unsigned long)__mf_tg_alloc({3}u, sizeof({0}{2}), "
-            "alignof({0}{2}), \"{1}\")",
-            type, text(name), dims, tg_sites_++);
+        // One allocation per declarator, each `name[dims]` of the same type.
+        std::string decl;
+        commas.push_back(semi);
+        for (size_t d = 0, begin = name; d < commas.size(); begin = commas[d] + 1, ++d) {
+          if (!is_identifier(begin) || begin >= commas[d]) fail(k, "malformed threadgroup variable declaration");
+          std::string dims = original_text(begin + 1, commas[d]);
+          decl += fmt::format(
+              "{4}__local {0} (&{1}){2} = *(__local {0} (*){2})(unsigned long)__mf_tg_alloc({3}u, sizeof({0}{2}), "
+              "alignof({0}{2}), \"{1}\")",
+              type, text(begin), dims, tg_sites_++, decl.empty() ? "" : "; ");
+        }
         for (size_t j = k; j < semi; ++j) replace(j, "");
         replace(k, decl);
         k = semi;

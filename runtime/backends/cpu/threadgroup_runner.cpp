@@ -475,6 +475,35 @@ void ThreadgroupRunner::check_device(uintptr_t address, uint64_t size, uint32_t 
          current_);
 }
 
+// Records a read of s by the current thread (before s.reader becomes it).
+// Lanes of one simdgroup are ordered by its simdgroup_barrier (the
+// simdgroup epoch), threads of different simdgroups only by a
+// threadgroup_barrier (the threadgroup epoch).
+void ThreadgroupRunner::note_reader(Shadow& s, uint32_t sg_epoch) const {
+  const uint32_t my_simd = threads_[current_].simd;
+  if (s.reader == kNobody || s.reader_tg_epoch != tg_epoch_) {
+    s.many_readers = false;
+    s.readers_in_one_simd = true;
+    s.many_readers_in_sg_epoch = false;
+    return;
+  }
+  const bool same_simd = threads_[s.reader].simd == my_simd;
+  if (!same_simd) s.readers_in_one_simd = false;
+  if (same_simd && s.reader_sg_epoch != sg_epoch) s.many_readers_in_sg_epoch = false;  // a new simdgroup interval
+  if (s.reader == current_) return;
+  s.many_readers = true;
+  if (same_simd && s.reader_sg_epoch == sg_epoch) s.many_readers_in_sg_epoch = true;
+}
+
+// Whether a write by the current thread conflicts with the many readers of
+// s in this threadgroup interval.
+bool ThreadgroupRunner::readers_conflict(const Shadow& s, uint32_t sg_epoch) const {
+  if (!s.readers_in_one_simd) return true;  // some reader is of another simdgroup than the writer
+  if (threads_[s.reader].simd != threads_[current_].simd) return true;
+  if (s.reader_sg_epoch != sg_epoch) return false;  // every read was before the simdgroup_barrier
+  return s.reader != current_ || s.many_readers_in_sg_epoch;
+}
+
 bool ThreadgroupRunner::conflicts(uint16_t other, uint32_t other_tg_epoch, uint32_t other_sg_epoch) const {
   if (other == kNobody || other == current_ || other_tg_epoch != tg_epoch_) return false;
   uint32_t my_simd = threads_[current_].simd;
@@ -528,8 +557,7 @@ void ThreadgroupRunner::check_threadgroup(uintptr_t address, uint64_t size, uint
                current_);
         break;
       }
-      if (s.reader != kNobody && s.reader != current_ && s.reader_tg_epoch == tg_epoch_) s.many_readers = true;
-      else if (s.reader_tg_epoch != tg_epoch_) s.many_readers = false;
+      note_reader(s, sg_epoch);
       s.reader = static_cast<uint16_t>(current_);
       s.reader_tg_epoch = tg_epoch_;
       s.reader_sg_epoch = sg_epoch;
@@ -541,12 +569,13 @@ void ThreadgroupRunner::check_threadgroup(uintptr_t address, uint64_t size, uint
                current_);
         break;
       }
-      bool other_readers = s.many_readers && s.reader_tg_epoch == tg_epoch_;
+      const bool other_readers = s.many_readers && s.reader_tg_epoch == tg_epoch_ && readers_conflict(s, sg_epoch);
       if (races && (other_readers || conflicts(s.reader, s.reader_tg_epoch, s.reader_sg_epoch)) &&
           !(flags & abi::kRead)) {
+        const std::string reader =
+            s.reader != current_ ? fmt::format("thread {}", s.reader) : std::string("another thread");
         report(FindingKind::data_race, arena + i, loc ? loc : "", describe_threadgroup(arena + i),
-               fmt::format("write conflicts with a read by thread {} in the same barrier interval", s.reader),
-               current_);
+               fmt::format("write conflicts with a read by {} in the same barrier interval", reader), current_);
         break;
       }
       s.writer = static_cast<uint16_t>(current_);

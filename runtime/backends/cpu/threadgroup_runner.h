@@ -108,6 +108,10 @@ class ThreadgroupRunner {
     uint32_t writer_tg_epoch = 0, writer_sg_epoch = 0, reader_tg_epoch = 0, reader_sg_epoch = 0;
     uint16_t writer = kNobody, reader = kNobody;
     bool initialized = false, many_readers = false;
+    // With many readers in the interval: whether they are all of one
+    // simdgroup (the last reader's), and whether two of them read since that
+    // simdgroup's last simdgroup_barrier (which orders its lanes' accesses).
+    bool readers_in_one_simd = true, many_readers_in_sg_epoch = false;
   };
   static constexpr uint16_t kNobody = 0xffff;
 
@@ -120,6 +124,8 @@ class ThreadgroupRunner {
   static void fiber_main(boost::context::detail::transfer_t transfer);
 
   void check_device(uintptr_t address, uint64_t size, uint32_t flags, const char* loc, bool generic, bool& redirect);
+  void note_reader(Shadow& s, uint32_t sg_epoch) const;
+  bool readers_conflict(const Shadow& s, uint32_t sg_epoch) const;
   void check_threadgroup(uintptr_t address, uint64_t size, uint32_t flags, const char* loc, bool& redirect);
   bool conflicts(uint16_t other, uint32_t other_tg_epoch, uint32_t other_sg_epoch) const;
   void report(FindingKind kind, uint64_t address, std::string location, std::string region, std::string detail,

@@ -5,7 +5,13 @@
 // Dialect: C++ for OpenCL 2021 (clang-16 -x clcpp -cl-std=clc++2021
 // -cl-no-stdinc). Unqualified pointers are __generic.
 #pragma once
+// cl_khr_fp16 is also a predefined macro (1), and the cpu backend's
+// preprocessing expands macros in the pragmas it prints (compiler.cpp,
+// preprocess): the name must reach the compile unexpanded.
+#pragma push_macro("cl_khr_fp16")
+#undef cl_khr_fp16
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#pragma pop_macro("cl_khr_fp16")
 #include "lowering_support.h"
 
 extern "C" {

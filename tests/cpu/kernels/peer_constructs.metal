@@ -1,0 +1,132 @@
+// Constructs of ggml's ggml-metal.metal and MLX's steel headers at their
+// 2026-08 heads (issue 35), written for mfagen's tests (none of their code):
+// each kernel computes something the test checks exactly.
+#include <metal_stdlib>
+using namespace metal;
+
+#define MIN(x, y) ((x) < (y) ? (x) : (y))
+
+// MLX's integral constant (steel/utils/integral_constant.h): a class that
+// converts to its value, in a namespace of its own as MLX's.
+namespace steel {
+template <typename T, T v>
+struct integral_constant {
+  static constexpr constant T value = v;
+  METAL_FUNC constexpr operator T() const thread noexcept { return value; }
+};
+template <int v>
+using Int = integral_constant<int, v>;
+}  // namespace steel
+using steel::Int;
+
+// Unsuffixed floating literals are float in Metal.
+// out[0]: 0.5*x with a float4 x; out[1]: fmin(1, y/6 + 0.5), which is
+// ambiguous between fmin(float, float) and fmin(half, half) if 0.5 is a
+// double; out[2]: float4 v(0.0); out[3]: y + 16777217.0 - 16777216.0f, which
+// is 0 in float (16777217 is not a float: it rounds to 16777216) and 1 in
+// double; out[4]: y * 0.1, the float nearest 0.1 times y, rounded once.
+kernel void float_literals(device const float* in [[buffer(0)]], device float* out [[buffer(1)]]) {
+  float4 x = float4(in[0], in[1], in[2], in[3]);
+  float4 h = 0.5*x;
+  out[0] = h.x + h.y + h.z + h.w;
+  float y = in[4];
+  out[1] = fmin(1, y/6 + 0.5);
+  float4 v(0.0);
+  out[2] = v.x + v.w;
+  out[3] = in[5] + 16777217.0 - 16777216.0f;
+  out[4] = in[6] * 0.1;
+}
+
+// ggml's q8_0 dequantizer reads signed bytes four at a time through
+// `device const packed_char4*` at any 2-byte offset and converts them with
+// float4(...). out[i] = float of the byte, for 8 bytes starting at byte 2.
+kernel void packed_char4_reads(device const char* bytes [[buffer(0)]], device float* out [[buffer(1)]]) {
+  device const packed_char4* q = (device const packed_char4*)(bytes + 2);
+  for (int i = 0; i < 2; ++i) {
+    float4 f = float4(q[i]);
+    out[4*i + 0] = f.x;
+    out[4*i + 1] = f.y;
+    out[4*i + 2] = f.z;
+    out[4*i + 3] = f[3];
+  }
+  packed_uchar4 u = packed_uchar4(uchar4(1, 2, 3, 250));
+  packed_short2 s = packed_short2(short2(-7, 9));
+  out[8] = float(u.w) + float(s.x) + float(s[1]);
+}
+
+// ggml: `#pragma unroll (MIN(DK8/2, 4*NSG))` with MIN a macro of the file
+// (the argument of the pragma is a constant expression after expansion).
+template <short N>
+METAL_FUNC float sum_first(device const float* a) {
+  float s = 0.0f;
+#pragma unroll (MIN(N/2, 4*2))
+  for (short i = 0; i < N; ++i) s += a[i];
+  return s;
+}
+kernel void unroll_with_macro(device const float* a [[buffer(0)]], device float* out [[buffer(1)]]) {
+  out[0] = sum_first<6>(a);
+}
+
+// MLX's steel/attn/mma.h: `src += str_y` with str_y an Int<1>, a pointer
+// in a template parameter; also `-=` and a pointer in threadgroup memory.
+template <typename Ptr, typename StrX, typename StrY>
+METAL_FUNC float walk(Ptr src, StrX str_x, StrY str_y) {
+  float s = 0.0f;
+  for (short j = 0; j < 3; ++j) {
+    s += src[0];
+    src += str_y;
+  }
+  src -= 3 * str_y;
+  src += str_x;
+  return s + 100.0f * src[0];
+}
+kernel void pointer_plus_integral_constant(device const float* a [[buffer(0)]], device float* out [[buffer(1)]],
+                                           uint lane [[thread_index_in_threadgroup]]) {
+  threadgroup float t[8];
+  t[lane] = a[lane] * 2.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lane == 0) {
+    out[0] = walk(a, Int<4>{}, Int<1>{});
+    threadgroup const float* p = t;
+    p += Int<2>{};
+    out[1] = walk(p, Int<4>{}, Int<1>{});
+  }
+}
+
+// MLX's loaders zero the lanes they do not load with
+// `tmp_val[j] = tmp_idx[j] ? tmp_val[j] : T(0);`; with T its complex64_t,
+// whose templated conversions and address-space constructors make clang find
+// the conditional between a thread lvalue and a prvalue ambiguous (Metal
+// gives a prvalue). Lane i keeps element i of two.
+template <typename T>
+struct Complex {
+  T re, im;
+  Complex() thread = default;
+  constexpr Complex(T r, T i) thread : re(r), im(i) {}
+  template <typename U, typename = typename enable_if<is_convertible_v<U, T>>::type>
+  constexpr Complex(U x) thread : re(static_cast<T>(x)), im(T(0)) {}
+  template <typename U, typename = typename enable_if<is_convertible_v<U, T>>::type>
+  constexpr Complex(U x) device : re(static_cast<T>(x)), im(T(0)) {}
+  constexpr Complex(vec<T, 2> v) thread : re(v.x), im(v.y) {}
+  constexpr Complex(vec<T, 2> v) device : re(v.x), im(v.y) {}
+  constexpr operator vec<T, 2>() const thread { return vec<T, 2>(re, im); }
+  constexpr operator vec<T, 2>() const device { return vec<T, 2>(re, im); }
+  template <typename U, typename = typename enable_if<is_convertible_v<T, U>>::type>
+  constexpr operator U() const thread { return static_cast<U>(re); }
+  template <typename U, typename = typename enable_if<is_convertible_v<T, U>>::type>
+  constexpr operator U() const device { return static_cast<U>(re); }
+};
+template <typename T>
+METAL_FUNC void keep_own(device const T* src, device T* dst, uint lane) {
+  T tmp[2];
+  bool keep[2] = {lane == 0, lane == 1};
+  for (int j = 0; j < 2; ++j) tmp[j] = src[j];
+  for (int j = 0; j < 2; ++j) tmp[j] = keep[j] ? tmp[j] : T(0);
+  dst[2 * lane] = tmp[0];
+  dst[2 * lane + 1] = tmp[1];
+}
+kernel void conditional_of_a_many_way_class(device const Complex<float>* x [[buffer(0)]],
+                                            device Complex<float>* out [[buffer(1)]],
+                                            uint lane [[thread_position_in_grid]]) {
+  keep_own(x, out, lane);
+}

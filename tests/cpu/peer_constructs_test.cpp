@@ -1,0 +1,66 @@
+// Constructs of ggml's and MLX's current kernels (issue 35), written for
+// these tests in kernels/peer_constructs.metal: each compiles unchanged and
+// computes what Metal computes, checked exactly against plain C++.
+#include <gtest/gtest.h>
+
+#include "kernels/harness.h"
+
+namespace mfagen::cputest {
+namespace {
+
+std::shared_ptr<const cpu::Module> compile_constructs() { return compile_kernel("peer_constructs.metal"); }
+
+TEST(PeerConstructs, UnsuffixedFloatingLiteralsAreFloat) {
+  auto module = compile_constructs();
+  std::vector<float> in = {1.0f, 2.0f, 3.0f, 4.5f, 1.5f, 0.0f, 13.0f}, out(5, -1.0f);
+  auto result = run(*module, "float_literals", {1, 1, 1}, {1, 1, 1}, {bind(0, in), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out[0], 5.25f) << "0.5*x with a float4 x";
+  EXPECT_EQ(out[1], std::fmin(1.0f, 1.5f / 6.0f + 0.5f)) << "fmin(1, y/6 + 0.5)";
+  EXPECT_EQ(out[2], 0.0f) << "float4 v(0.0)";
+  // 16777217.0 is the float 16777216 in Metal: 0 + 16777216 - 16777216.
+  EXPECT_EQ(out[3], 0.0f) << "the literal was computed in double";
+  // The float nearest 0.1, times 13 in float (one rounding), is 1.3000001;
+  // 13 times the double 0.1, rounded to float, is 1.2999999.
+  const float expected = float(double(0.1f) * 13.0);
+  ASSERT_NE(expected, float(0.1 * 13.0)) << "the case does not tell float from double";
+  EXPECT_EQ(out[4], expected);
+}
+
+TEST(PeerConstructs, PackedChar4ReadsSignedBytesAtAnyOffset) {
+  auto module = compile_constructs();
+  std::vector<int8_t> bytes = {99, 99, -128, -1, 0, 1, 127, -64, 5, -5};
+  std::vector<float> out(9, 1000.0f);
+  auto result = run(*module, "packed_char4_reads", {1, 1, 1}, {1, 1, 1}, {bind(0, bytes), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], float(bytes[2 + i])) << "byte " << i;
+  EXPECT_EQ(out[8], 250.0f - 7.0f + 9.0f) << "packed_uchar4, packed_short2";
+}
+
+TEST(PeerConstructs, PragmaUnrollArgumentIsMacroExpanded) {
+  auto module = compile_constructs();
+  std::vector<float> a = {1, 2, 4, 8, 16, 32}, out(1, 0.0f);
+  auto result = run(*module, "unroll_with_macro", {1, 1, 1}, {1, 1, 1}, {bind(0, a), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out[0], 63.0f);
+}
+
+TEST(PeerConstructs, PointerPlusEqualsIntegralConstant) {
+  auto module = compile_constructs();
+  std::vector<float> a = {1, 2, 4, 8, 16, 32, 64, 128}, out(2, 0.0f);
+  auto result = run(*module, "pointer_plus_integral_constant", {1, 1, 1}, {8, 1, 1}, {bind(0, a), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out[0], 1.0f + 2.0f + 4.0f + 100.0f * 16.0f) << "device pointer";
+  EXPECT_EQ(out[1], 2.0f * (4.0f + 8.0f + 16.0f + 100.0f * 64.0f)) << "threadgroup pointer";
+}
+
+TEST(PeerConstructs, ConditionalBetweenALocalAndAPrvalueOfAManyWayClass) {
+  auto module = compile_constructs();
+  std::vector<float> x = {1, 2, 3, 4}, out(8, 9.0f);
+  auto result = run(*module, "conditional_of_a_many_way_class", {1, 1, 1}, {2, 1, 1}, {bind(0, x), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 0, 0, 0, 0, 3, 4}));
+}
+
+}  // namespace
+}  // namespace mfagen::cputest
