@@ -239,8 +239,7 @@ ThreadgroupCycles latency_hidden_cycles(const Chip& c, const ThreadgroupCycles& 
 // 1/simdgroups share of the threadgroup's issue rate.
 double with_busiest(double total, double busiest, double simdgroups) { return std::max(total, busiest * simdgroups); }
 
-}  // namespace
-
+// The integer and FP16 ALU ops: they co-issue beside FP32 work on Apple9+.
 bool is_integer(Op op) {
   switch (op) {
     case Op::int_add:
@@ -270,6 +269,8 @@ bool is_half(Op op) {
   }
 }
 
+}  // namespace
+
 ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops) {
   ThreadgroupCycles t;
   for (uint32_t i = 0; i < cpu::profile::kOpCount; ++i) {
@@ -284,6 +285,24 @@ ThreadgroupCycles threadgroup_cycles(const Chip& chip, const OpCounts& ops) {
   }
   return t;
 }
+
+namespace {
+
+// `threadgroups` of `simdgroups` each resident per core: the simdgroups and
+// the latency hiding they reach (latency_hiding.h).
+Occupancy with_resident(const Chip& c, const LaunchWork& l, double simdgroups, uint32_t threadgroups,
+                        std::string limit) {
+  Occupancy occ;
+  occ.threadgroups_per_core = std::max<uint32_t>(1, threadgroups);
+  occ.limit = std::move(limit);
+  occ.simdgroups_per_core = occ.threadgroups_per_core * simdgroups;
+  occ.latency_hiding = alu_latency_hiding(occ.simdgroups_per_core);
+  occ.mma_latency_hiding =
+      mma_latency_hiding(c, occ.simdgroups_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
+  return occ;
+}
+
+}  // namespace
 
 Occupancy occupancy(const Chip& c, const LaunchWork& l) {
   // A launch missing one of the two sizes gets it from the other (SIMD width 32).
@@ -317,26 +336,9 @@ Occupancy occupancy(const Chip& c, const LaunchWork& l) {
   for (const Limit& lim : limits)
     if (lim.threadgroups < tightest->threadgroups) tightest = &lim;
 
-  Occupancy occ;
   // At least one: a threadgroup over a per-core limit still runs (it spills), just alone.
-  occ.threadgroups_per_core = static_cast<uint32_t>(std::clamp(tightest->threadgroups, 1.0, 1e9));
-  occ.limit = tightest->name;
-  occ.simdgroups_per_core = occ.threadgroups_per_core * simdgroups;
-  occ.latency_hiding = alu_latency_hiding(occ.simdgroups_per_core);
-  occ.mma_latency_hiding =
-      mma_latency_hiding(c, occ.simdgroups_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
-  return occ;
-}
-
-Occupancy with_threadgroups_per_core(const Chip& c, const LaunchWork& l, const Occupancy& full, uint32_t resident) {
-  Occupancy occ = full;
-  const double simdgroups = full.simdgroups_per_core / full.threadgroups_per_core;
-  occ.threadgroups_per_core = std::max<uint32_t>(1, resident);
-  occ.simdgroups_per_core = occ.threadgroups_per_core * simdgroups;
-  occ.latency_hiding = alu_latency_hiding(occ.simdgroups_per_core);
-  occ.mma_latency_hiding =
-      mma_latency_hiding(c, occ.simdgroups_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
-  return occ;
+  return with_resident(c, l, simdgroups, static_cast<uint32_t>(std::clamp(tightest->threadgroups, 1.0, 1e9)),
+                       tightest->name);
 }
 
 double dispatch_makespan(std::span<const ThreadgroupRun> runs, uint64_t slots, bool exact) {
@@ -451,7 +453,7 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
     const uint32_t resident_in_tail =
         static_cast<uint32_t>((in_last_round + static_cast<uint64_t>(c.gpu_cores) - 1) / static_cast<uint64_t>(c.gpu_cores));
     if (in_last_round > 0 && resident_in_tail < occ.threadgroups_per_core) {
-      const Occupancy tail = with_threadgroups_per_core(c, l, occ, resident_in_tail);
+      const Occupancy tail = with_resident(c, l, simdgroups, resident_in_tail, occ.limit);
       const ClassSeconds full_s = class_seconds(classes.back(), occ);
       const ClassSeconds tail_s = class_seconds(classes.back(), tail);
       auto credit = [](double& makespan, double full, double shorter) {
