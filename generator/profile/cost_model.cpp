@@ -296,7 +296,7 @@ Occupancy with_resident(const Chip& c, const LaunchWork& l, double simdgroups, u
   occ.threadgroups_per_core = std::max<uint32_t>(1, threadgroups);
   occ.limit = std::move(limit);
   occ.simdgroups_per_core = occ.threadgroups_per_core * simdgroups;
-  occ.latency_hiding = alu_latency_hiding(occ.simdgroups_per_core);
+  occ.latency_hiding = alu_latency_hiding(c, occ.simdgroups_per_core);
   occ.mma_latency_hiding =
       mma_latency_hiding(c, occ.simdgroups_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
   return occ;

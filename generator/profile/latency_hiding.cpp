@@ -6,11 +6,12 @@
 
 namespace mfagen::profile {
 
-double alu_latency_hiding(double simdgroups) {
+double alu_latency_hiding(const Chip& c, double simdgroups) {
   // (simdgroups per core, cycles per FFMA32 at ILP 4), metal-benchmarks README
   // @ dc2adc6, 'ALU Bottlenecks'; the saturated cost is the 88-simd figure.
   constexpr double kSaturated = 1.02;
-  constexpr std::array<std::pair<double, double>, 3> kTable = {{{4, 2.75}, {8, 1.60}, {24, kSaturated}}};
+  const std::array<std::pair<double, double>, 3> kTable = {
+      {{4, 2.75}, {8, 1.60}, {std::max(8.0, c.saturation_simdgroups_per_core), kSaturated}}};
   if (simdgroups <= 0) return 0;
   if (simdgroups >= kTable.back().first) return 1;
   if (simdgroups <= kTable.front().first) return kSaturated / kTable.front().second * simdgroups / kTable.front().first;

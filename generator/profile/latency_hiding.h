@@ -32,9 +32,9 @@ inline constexpr uint32_t kScalarRegisterAllowance = 16;
 // Fraction of the issue rate ALU work reaches with `simdgroups` resident per
 // core: metal-benchmarks' FFMA table at ILP 4 (FP32 cycles per instruction
 // 2.75 at 4 simds/core, 1.60 at 8, 1.02 at 88), normalised to the saturated
-// rate and interpolated linearly; 1 from 24 simds/core ('ALU utilization maxes
-// out at 24 simds/core'); below 4, proportional.
-double alu_latency_hiding(double simdgroups_per_core);
+// rate and interpolated linearly; 1 from the chip's saturation_simdgroups_per_core
+// (24: 'ALU utilization maxes out at 24 simds/core'); below 4, proportional.
+double alu_latency_hiding(const Chip& chip, double simdgroups_per_core);
 
 // Fraction of the MMA rate reached: min(1, simdgroups per scheduler x chains x
 // throughput / latency) with the chip's MMA latency (metal-benchmarks ~36 cycles

@@ -245,7 +245,7 @@ TEST(Occupancy, LimitedByThreadgroupMemoryWhenLarge) {
       EXPECT_EQ(o.threadgroups_per_core, static_cast<uint32_t>(c.threadgroup_memory_bytes_per_core / 32768));
     }
     EXPECT_DOUBLE_EQ(o.simdgroups_per_core, 4.0 * o.threadgroups_per_core);
-    EXPECT_DOUBLE_EQ(o.latency_hiding, alu_latency_hiding(o.simdgroups_per_core));
+    EXPECT_DOUBLE_EQ(o.latency_hiding, alu_latency_hiding(c, o.simdgroups_per_core));
   }
 }
 
@@ -313,11 +313,11 @@ TEST(LatencyHiding, MmaChainsAndResidency) {
   EXPECT_DOUBLE_EQ(mma_latency_hiding(c, 24, 4), 1.0);
   EXPECT_DOUBLE_EQ(mma_latency_hiding(c, 2, 1), 0.25);
   // ALU work: the ILP-4 FFMA table (2.75 / 1.60 / 1.02 cycles at 4 / 8 / 88 simds per core).
-  EXPECT_DOUBLE_EQ(alu_latency_hiding(4), 1.02 / 2.75);
-  EXPECT_DOUBLE_EQ(alu_latency_hiding(8), 1.02 / 1.60);
-  EXPECT_DOUBLE_EQ(alu_latency_hiding(16), 1.02 / (1.60 + 0.5 * (1.02 - 1.60)));
-  EXPECT_DOUBLE_EQ(alu_latency_hiding(24), 1.0);
-  EXPECT_DOUBLE_EQ(alu_latency_hiding(48), 1.0);
+  EXPECT_DOUBLE_EQ(alu_latency_hiding(find_chip("M1 Max"), 4), 1.02 / 2.75);
+  EXPECT_DOUBLE_EQ(alu_latency_hiding(find_chip("M1 Max"), 8), 1.02 / 1.60);
+  EXPECT_DOUBLE_EQ(alu_latency_hiding(find_chip("M1 Max"), 16), 1.02 / (1.60 + 0.5 * (1.02 - 1.60)));
+  EXPECT_DOUBLE_EQ(alu_latency_hiding(find_chip("M1 Max"), 24), 1.0);
+  EXPECT_DOUBLE_EQ(alu_latency_hiding(find_chip("M1 Max"), 48), 1.0);
 
   // The same MMA-only launch at 8 resident simdgroups: one chain per
   // simdgroup hides the MMA latency there, and so do four.
@@ -432,7 +432,7 @@ TEST(CostModel, HandComputedCase) {
   const LaunchPrediction& lp = p.launches[0];
   EXPECT_EQ(lp.threadgroups_per_core, static_cast<uint32_t>(per_core));
   EXPECT_EQ(lp.occupancy_limit, "on-chip memory (registers + threadgroup memory)");
-  EXPECT_DOUBLE_EQ(lp.latency_hiding, alu_latency_hiding(per_core * 4));
+  EXPECT_DOUBLE_EQ(lp.latency_hiding, alu_latency_hiding(c, per_core * 4));
   EXPECT_DOUBLE_EQ(lp.waves, 40 / (c.gpu_cores * per_core));
   EXPECT_NEAR(lp.seconds, expected, 1e-12 * expected);
   EXPECT_NEAR(p.seconds, expected, 1e-12 * expected);
@@ -612,7 +612,7 @@ TEST(TensorOps, TensorHeavyLaunchIsTensorBoundOnM5) {
   ASSERT_EQ(lp.threadgroups_per_core, 24u);
   ASSERT_DOUBLE_EQ(lp.latency_hiding, 1.0);
   EXPECT_DOUBLE_EQ(lp.waves, 70.0 / 240);
-  ASSERT_GE(alu_latency_hiding(28), 1.0);
+  ASSERT_GE(alu_latency_hiding(find_chip("M1 Max"), 28), 1.0);
   // The accelerators do 1024 FLOPs per core per cycle: all 70 x 4096 blocks on 10 cores.
   const double expected =
       70 * 4096 * 1024 / (m5.gpu_cores * m5.tensor_flops_per_core_per_cycle_f16 * m5.clock_ghz * 1e9);
