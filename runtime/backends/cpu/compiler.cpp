@@ -2,6 +2,8 @@
 // shared object with clang-16 in C++ for OpenCL mode (address spaces are real
 // clang address spaces), cached on disk by the hash of the lowered text.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -22,6 +24,25 @@ namespace mfagen::cpu {
 namespace {
 
 namespace fs = std::filesystem;
+
+// An exclusive advisory lock (flock) on a file beside the cache entry, held
+// for the object's lifetime. Without a lock file (read-only cache) it holds
+// nothing: the atomic rename still keeps concurrent compiles correct.
+class CacheKeyLock {
+ public:
+  explicit CacheKeyLock(const fs::path& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~CacheKeyLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  CacheKeyLock(const CacheKeyLock&) = delete;
+  CacheKeyLock& operator=(const CacheKeyLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 
 // -Wno-invalid-constexpr: a constexpr function that can never be constant
 // (MLX's `static constexpr void mma(...)` with reinterpret_cast) is ill-formed
@@ -185,7 +206,15 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
                                              tc.plugin_identity, lowered.text));
   fs::path object = cache / (key + ".so");
   bool hit = fs::exists(object);
-  if (!hit) build_shared_object(lowered.text, options.profile, object, cache);
+  if (!hit) {
+    // One compile per key across processes: test processes and Python
+    // sessions that want the same kernel at once wait for the first one's
+    // object instead of compiling it again (the rename below keeps a
+    // concurrent compile harmless without the lock; the lock saves the work).
+    const CacheKeyLock lock(cache / (key + ".lock"));
+    hit = fs::exists(object);
+    if (!hit) build_shared_object(lowered.text, options.profile, object, cache);
+  }
 
   void* handle = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw CompileError(fmt::format("error: cannot load compiled kernel module: {}", dlerror()));
