@@ -35,7 +35,7 @@ import math
 import torch
 
 from . import _kernels
-from .torch import _check_tensor, _refuse_second_order
+from .torch import _check_attention_tensors, _check_tensor, _refuse_second_order
 
 __all__ = [
     "flash_attn_func",
@@ -75,13 +75,7 @@ class _FlashAttention(torch.autograd.Function):
 
 
 def _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, rank):
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        _check_tensor(name, t)
-    if q.dtype not in _kernels.KERNEL_DTYPES:
-        raise TypeError(f"q: dtype {q.dtype}; expected torch.float16, torch.bfloat16 or torch.float32")
-    for name, t in (("k", k), ("v", v)):
-        if t.dtype != q.dtype:
-            raise TypeError(f"{name}: dtype {t.dtype}; expected q's dtype {q.dtype}")
+    _check_attention_tensors([("q", q), ("k", k), ("v", v)])
     layout = "(batch, seqlen, nheads, headdim)" if rank == 4 else "(total, nheads, headdim)"
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != rank:

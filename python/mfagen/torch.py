@@ -41,14 +41,20 @@ def _check_tensor(name, t):
         raise TypeError(f"{name}: layout {t.layout}; expected a dense (strided) tensor")
 
 
-def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
-    for name, t in (("query", query), ("key", key), ("value", value)):
+def _check_attention_tensors(named):
+    """Tensors, a kernel dtype, and the first one's dtype for all: `named` is [(argument name, tensor)]."""
+    for name, t in named:
         _check_tensor(name, t)
-    if query.dtype not in _kernels.KERNEL_DTYPES:
-        raise TypeError(f"query: dtype {query.dtype}; expected torch.float16, torch.bfloat16 or torch.float32")
-    for name, t in (("key", key), ("value", value)):
-        if t.dtype != query.dtype:
-            raise TypeError(f"{name}: dtype {t.dtype}; expected query's dtype {query.dtype}")
+    first, reference = named[0]
+    if reference.dtype not in _kernels.KERNEL_DTYPES:
+        raise TypeError(f"{first}: dtype {reference.dtype}; expected torch.float16, torch.bfloat16 or torch.float32")
+    for name, t in named[1:]:
+        if t.dtype != reference.dtype:
+            raise TypeError(f"{name}: dtype {t.dtype}; expected {first}'s dtype {reference.dtype}")
+
+
+def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    _check_attention_tensors([("query", query), ("key", key), ("value", value)])
     for name, t in (("query", query), ("key", key), ("value", value)):
         if t.dim() < 2:
             raise ValueError(f"{name}: shape {tuple(t.shape)}; expected at least 2 dimensions (..., seq, dim)")
