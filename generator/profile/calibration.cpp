@@ -87,19 +87,28 @@ std::vector<CalibrationAnchor> parse_calibration(std::string_view text, std::str
   return out;
 }
 
-const std::vector<CalibrationAnchor>& calibration_anchors() {
-  static const std::vector<CalibrationAnchor> anchors = parse_calibration(embedded_calibration());
-  return anchors;
+namespace {
+
+// The embedded file, parsed once.
+struct EmbeddedCalibration {
+  std::string provenance;
+  std::vector<CalibrationAnchor> anchors;
+};
+
+const EmbeddedCalibration& embedded() {
+  static const EmbeddedCalibration calibration = [] {
+    EmbeddedCalibration c;
+    c.anchors = parse_calibration(embedded_calibration(), &c.provenance);
+    return c;
+  }();
+  return calibration;
 }
 
-const std::string& calibration_provenance() {
-  static const std::string provenance = [] {
-    std::string p;
-    parse_calibration(embedded_calibration(), &p);
-    return p;
-  }();
-  return provenance;
-}
+}  // namespace
+
+const std::vector<CalibrationAnchor>& calibration_anchors() { return embedded().anchors; }
+
+const std::string& calibration_provenance() { return embedded().provenance; }
 
 std::optional<ErrorBand> error_band(std::string_view chip, std::string_view regime) {
   return error_band(calibration_anchors(), chip, regime);
