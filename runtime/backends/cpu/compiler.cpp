@@ -19,6 +19,7 @@
 #include "msl_lowering.h"
 #include "subprocess.h"
 #include "toolchain.h"
+#include "unroll_hints.h"
 
 namespace mfagen::cpu {
 namespace {
@@ -192,6 +193,9 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
   replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
 
   LoweredSource lowered = lower_msl(preprocessed, options.constants);
+  // Unrolling hints only cost compile time here (unroll_hints.h); a profile
+  // counts the unrolled loops the GPU runs, so it keeps them.
+  if (!options.profile) drop_unroll_hints(lowered.text);
   const bool instrument = options.instrument || options.profile;  // profiles count device bytes too
   // Tells the plugin to relax vector alignment only (MemAccessInstrument.cpp).
   if (!instrument)
