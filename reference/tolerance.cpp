@@ -9,7 +9,7 @@ namespace mfagen::reference {
 
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kNoYardstick = std::numeric_limits<double>::infinity();
 
 // "(b=0,h=1,i=2,d=5)" for a flat index into a (B,Hq,Sq,inner) tensor; inner = 0
 // means a (B,Hq,Sq) tensor. Without a problem, just the flat index.
@@ -62,7 +62,7 @@ ToleranceVerdict check_output(std::span<const float> kernel_out, const Attention
     detail << "size mismatch: kernel out " << kernel_out.size() << ", reference out " << reference.out.size()
            << ", naive out " << naive.out.size() << ", reference lse " << reference.lse.size() << "; the problem needs "
            << expected << " output values";
-    verdict.max_abs_error = kInfinity;
+    verdict.max_abs_error = kNoYardstick;
     verdict.detail = detail.str();
     return verdict;
   }
@@ -70,7 +70,7 @@ ToleranceVerdict check_output(std::span<const float> kernel_out, const Attention
   // The yardstick: how far the naive in-dtype computation lands from the reference.
   for (uint64_t n = 0; n < expected; ++n) {
     double error = std::fabs(naive.out[n] - reference.out[n]);
-    if (!std::isfinite(error)) error = kInfinity;  // NaN/Inf in naive: no usable yardstick
+    if (!std::isfinite(error)) error = kNoYardstick;  // NaN/Inf in naive: no usable yardstick
     verdict.naive_error = std::max(verdict.naive_error, error);
   }
   verdict.bound = 2 * verdict.naive_error + 1e-5;
@@ -85,11 +85,11 @@ ToleranceVerdict check_output(std::span<const float> kernel_out, const Attention
     const double ref = reference.out[n];
     if (!std::isfinite(kernel)) {
       non_finite.add(n);
-      verdict.max_abs_error = kInfinity;
+      verdict.max_abs_error = kNoYardstick;
       worst = n;
       continue;
     }
-    if (reference.lse[n / dv] == -kInfinity && kernel != 0) masked_nonzero.add(n);
+    if (reference.lse[n / dv] == -kNoYardstick && kernel != 0) masked_nonzero.add(n);
     const double error = std::fabs(kernel - ref);
     if (error > verdict.max_abs_error) {
       verdict.max_abs_error = error;
@@ -148,7 +148,7 @@ ToleranceVerdict check_lse_impl(std::span<const float> kernel_lse, const Attenti
   if (kernel_lse.size() != rows ||
       (problem != nullptr && rows != problem->batch * problem->heads_q * problem->seq_q)) {
     detail << "size mismatch: kernel lse " << kernel_lse.size() << ", reference lse " << rows;
-    verdict.max_abs_error = kInfinity;
+    verdict.max_abs_error = kNoYardstick;
     verdict.detail = detail.str();
     return verdict;
   }
@@ -159,14 +159,14 @@ ToleranceVerdict check_lse_impl(std::span<const float> kernel_lse, const Attenti
   for (uint64_t n = 0; n < rows; ++n) {
     const double kernel = kernel_lse[n];
     const double ref = reference.lse[n];
-    if (ref == -kInfinity) {
+    if (ref == -kNoYardstick) {
       // A row without visible keys must say so exactly.
-      if (kernel != -kInfinity) masked_wrong.add(n);
+      if (kernel != -kNoYardstick) masked_wrong.add(n);
       continue;
     }
     if (!std::isfinite(kernel)) {
       non_finite.add(n);
-      verdict.max_abs_error = kInfinity;
+      verdict.max_abs_error = kNoYardstick;
       continue;
     }
     const double error = std::fabs(kernel - ref);

@@ -10,7 +10,7 @@
 namespace mfagen::check {
 namespace {
 
-bool in_main_file(const clang::ASTContext& context, clang::SourceLocation at) {
+bool located_in_main_file(const clang::ASTContext& context, clang::SourceLocation at) {
   const clang::SourceManager& sm = context.getSourceManager();
   return sm.isWrittenInMainFile(sm.getExpansionLoc(at));
 }
@@ -80,7 +80,7 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const s
         continue;
       }
       const auto* fn = llvm::dyn_cast<clang::FunctionDecl>(d);
-      if (!fn || !fn->isThisDeclarationADefinition() || !in_main_file(context, fn->getLocation()) || !is_kernel(*fn))
+      if (!fn || !fn->isThisDeclarationADefinition() || !located_in_main_file(context, fn->getLocation()) || !is_kernel(*fn))
         continue;
       if (fn->getTemplatedKind() == clang::FunctionDecl::TK_FunctionTemplateSpecialization && !host_name(*fn))
         continue;  // an implicit instantiation: not an entry point
@@ -118,7 +118,7 @@ std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& cont
   auto visit = [&](const clang::Decl* d) {
     if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) pending.push_back(ns);
     const auto* var = llvm::dyn_cast<clang::VarDecl>(d);
-    if (!var || !in_main_file(context, var->getLocation())) return;
+    if (!var || !located_in_main_file(context, var->getLocation())) return;
     for (const MslAttribute& a : msl_attributes(*var)) {
       if (a.name != "function_constant") continue;
       FunctionConstant c;

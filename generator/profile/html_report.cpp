@@ -306,7 +306,7 @@ std::string work_table(const std::vector<ProfiledKernel>& kernels) {
   return html + "</table>\n";
 }
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
+std::string html_percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
 std::string prediction_tables(const std::vector<ProfiledKernel>& kernels) {
   std::string html =
@@ -321,8 +321,8 @@ std::string prediction_tables(const std::vector<ProfiledKernel>& kernels) {
       html += fmt::format(
           "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.2f}</td><td class=\"num\">{}</td>"
           "<td class=\"num\">{:.1f}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
-          escape(k.work.name), escape(p.chip), escape(format_seconds(p.seconds)), p.tflops, percent(p.utilization),
-          p.bandwidth_gbs, percent(p.bandwidth_utilization), escape(to_string(p.bound)), escape(band_text(p.chip, p.bound)));
+          escape(k.work.name), escape(p.chip), escape(format_seconds(p.seconds)), p.tflops, html_percent(p.utilization),
+          p.bandwidth_gbs, html_percent(p.bandwidth_utilization), escape(to_string(p.bound)), escape(band_text(p.chip, p.bound)));
       for (const LaunchPrediction& l : p.launches)
         launches += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"

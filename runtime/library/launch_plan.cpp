@@ -14,7 +14,7 @@
 namespace mfagen {
 namespace {
 
-constexpr uint64_t kMaxSeq = std::numeric_limits<int32_t>::max();  // as plan_forward: kernels index rows with int
+constexpr uint64_t kMaxPlannedSeq = std::numeric_limits<int32_t>::max();  // as plan_forward: kernels index rows with int
 
 // Overflow-checked arithmetic: `ok` turns false instead of wrapping.
 struct Checked {
@@ -43,26 +43,26 @@ struct Checked {
 bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   const AttentionShape& s = call.shape;
   bool ok = s.batch >= 1 && s.heads_q >= 1 && s.heads_kv >= 1 && s.seq_q >= 1 && s.seq_k >= 1;
-  ok = ok && s.seq_q <= kMaxSeq && s.seq_k <= kMaxSeq;
+  ok = ok && s.seq_q <= kMaxPlannedSeq && s.seq_k <= kMaxPlannedSeq;
   ok = ok && s.batch <= UINT32_MAX && s.heads_q <= UINT32_MAX && s.heads_kv <= UINT32_MAX;
   ok = ok && uint32_t(s.heads_q) % uint32_t(s.heads_kv) == 0 && (kernel.gqa || s.heads_q == s.heads_kv);
   ok = ok && (call.scale <= 0 || std::isfinite(call.scale));
   ok = ok && (kernel.softcap ? call.softcap > 0 && std::isfinite(call.softcap) : call.softcap == 0);
   ok = ok && (kernel.window ? call.window_left >= -1 && call.window_right >= -1 &&
-                                  call.window_left <= int64_t(kMaxSeq) && call.window_right <= int64_t(kMaxSeq)
+                                  call.window_left <= int64_t(kMaxPlannedSeq) && call.window_right <= int64_t(kMaxPlannedSeq)
                             : call.window_left == -1 && call.window_right == -1);
   const std::array<uint64_t, 4>& m = call.mask_strides;
   ok = ok && (kernel.mask != MaskInput::none || (m[0] | m[1] | m[2] | m[3]) == 0);
   ok = ok && (kernel.alibi || !call.alibi_per_batch);
   ok = ok && (!kernel.backward || kernel.lse);
   ok = ok && (kernel.paged ? call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 &&
-                                 call.num_pages <= kMaxSeq && call.max_pages <= kMaxSeq &&
-                                 call.page_size <= kMaxSeq / call.max_pages && s.seq_k <= call.page_size * call.max_pages &&
+                                 call.num_pages <= kMaxPlannedSeq && call.max_pages <= kMaxPlannedSeq &&
+                                 call.page_size <= kMaxPlannedSeq / call.max_pages && s.seq_k <= call.page_size * call.max_pages &&
                                  call.strides.k.batch == call.page_size * call.strides.k.row &&
                                  call.strides.v.batch == call.page_size * call.strides.v.row
                            : call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0);
-  ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq &&
-                                  call.total_k <= kMaxSeq
+  ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxPlannedSeq &&
+                                  call.total_k <= kMaxPlannedSeq
                             : call.total_q == 0 && call.total_k == 0);
   ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
   ok = ok && dropout_valid(kernel.dropout, call);

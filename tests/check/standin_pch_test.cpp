@@ -27,8 +27,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kHeader = "#include <metal_stdlib>\nusing namespace metal;\n";
-const std::string kClean = kHeader +
+const std::string kMetalPreamble = "#include <metal_stdlib>\nusing namespace metal;\n";
+const std::string kClean = kMetalPreamble +
                            "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
                            "  out[i] = simd_sum(out[i]) + exp2(out[i]);\n}\n";
 // The header of the stand-in that <metal_stdlib> includes last.
@@ -126,7 +126,7 @@ TEST_F(StandinPch, IsBuiltOnceAndReadFromItsCacheFileByTheNextProcess) {
 
 TEST_F(StandinPch, AnEditedStandinGetsAFreshPchAtOnce) {
   const std::string uses_marker =
-      kHeader + "kernel void k(device int* out [[buffer(0)]]) { out[0] = mfagen_marker(); }\n";
+      kMetalPreamble + "kernel void k(device int* out [[buffer(0)]]) { out[0] = mfagen_marker(); }\n";
   std::shared_ptr<const PrecompiledStandin> before = pch();
   ASSERT_NE(before, nullptr);
   CheckResult r = check(uses_marker);
@@ -225,7 +225,7 @@ TEST_F(StandinPch, ARelativeStandinDirectoryIsParsedPerFile) {
 // that calls back into the file is recursion.
 TEST_F(StandinPch, RecursionThroughAStandinTemplateIsFound) {
   append_to_standin(kLastHeader, "\ntemplate <class F> inline float mfagen_apply(F f, float x) { return f(x); }\n");
-  CheckResult r = check(kHeader +
+  CheckResult r = check(kMetalPreamble +
                         "struct Again { float operator()(float x) const; };\n"
                         "float Again::operator()(float x) const {\n"
                         "  return mfagen_apply(Again{}, x);\n"
@@ -238,7 +238,7 @@ TEST_F(StandinPch, RecursionThroughAStandinTemplateIsFound) {
 // Diagnostics inside the stand-in (a static_assert of a template the file
 // instantiates) name the header and its line, as the per-file parse does.
 TEST_F(StandinPch, ErrorsInsideTheStandinKeepTheirHeaderLocation) {
-  CheckResult r = check(kHeader +
+  CheckResult r = check(kMetalPreamble +
                         "struct Pair { float a, b; };\n"
                         "kernel void k(device float* out [[buffer(0)]]) {\n"
                         "  Pair p = {1.0f, 2.0f};\n  Pair s = simd_sum(p);\n  out[0] = s.a;\n}\n");
@@ -252,7 +252,7 @@ TEST_F(StandinPch, ConcurrentChecksShareOneBuild) {
   std::vector<SourceFile> files;
   for (int i = 0; i < 8; ++i)
     files.push_back({fmt::format("k{}.metal", i),
-                     kHeader + fmt::format("kernel void k{}(device float* out [[buffer(0)]], "
+                     kMetalPreamble + fmt::format("kernel void k{}(device float* out [[buffer(0)]], "
                                            "uint i [[thread_position_in_grid]]) {{\n"
                                            "  out[i] = simd_max(out[i]) * {}.0f;\n}}\n",
                                            i, i)});

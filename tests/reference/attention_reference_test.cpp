@@ -13,7 +13,7 @@
 namespace mfagen::reference {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // A problem with q = 0, so every visible key gets the same logit (0 unless a
 // bias adds to it), and v[j] = j in every component: out is then the average
@@ -82,16 +82,16 @@ TEST(Reference, FullyMaskedRowIsZeroWithMinusInfinityLse) {
   AttentionResult r = reference_attention(p);
   EXPECT_EQ(r.out[0], 0.0);
   EXPECT_FALSE(std::signbit(r.out[0]));
-  EXPECT_EQ(r.lse[0], -kInf);
+  EXPECT_EQ(r.lse[0], -kInfinity);
   EXPECT_DOUBLE_EQ(r.out[1], 1.0);
   EXPECT_DOUBLE_EQ(r.lse[1], std::log(2.0));
 
   // The same with an additive mask of -inf; finite values shift the logits.
   p.bool_mask.clear();
-  p.additive_mask = {-kInf, -kInf, -kInf, std::log(3.0), -kInf, 0.0};
+  p.additive_mask = {-kInfinity, -kInfinity, -kInfinity, std::log(3.0), -kInfinity, 0.0};
   r = reference_attention(p);
   EXPECT_EQ(r.out[0], 0.0);
-  EXPECT_EQ(r.lse[0], -kInf);
+  EXPECT_EQ(r.lse[0], -kInfinity);
   EXPECT_DOUBLE_EQ(r.out[1], 0.5);  // P = (3/4, 1/4) over keys 0, 2
   EXPECT_DOUBLE_EQ(r.lse[1], std::log(4.0));
 
@@ -99,7 +99,7 @@ TEST(Reference, FullyMaskedRowIsZeroWithMinusInfinityLse) {
   AttentionProblem none = uniform_problem(2, 0, CausalMode::none);
   r = reference_attention(none);
   EXPECT_EQ(r.out, std::vector<double>({0.0, 0.0}));
-  EXPECT_EQ(r.lse, std::vector<double>({-kInf, -kInf}));
+  EXPECT_EQ(r.lse, std::vector<double>({-kInfinity, -kInfinity}));
 }
 
 TEST(Reference, CausalTopLeftVersusBottomRight) {
@@ -118,8 +118,8 @@ TEST(Reference, CausalTopLeftVersusBottomRight) {
 
   // Sq = 3 > Sk = 1, bottom_right (off -2): rows 0 and 1 see no key at all.
   AttentionResult tall = reference_attention(uniform_problem(3, 1, CausalMode::bottom_right));
-  EXPECT_EQ(tall.lse[0], -kInf);
-  EXPECT_EQ(tall.lse[1], -kInf);
+  EXPECT_EQ(tall.lse[0], -kInfinity);
+  EXPECT_EQ(tall.lse[1], -kInfinity);
   EXPECT_DOUBLE_EQ(tall.lse[2], 0.0);
   // top_left with the same shape: every row sees key 0.
   AttentionResult tall_top = reference_attention(uniform_problem(3, 1, CausalMode::top_left));
@@ -182,8 +182,8 @@ TEST(Reference, SlidingWindow) {
   AttentionProblem tall = uniform_problem(3, 1, CausalMode::none);
   tall.window = std::pair<int64_t, int64_t>{0, 0};  // off = -2: row 2 sees key 0 only
   r = reference_attention(tall);
-  EXPECT_EQ(r.lse[0], -kInf);
-  EXPECT_EQ(r.lse[1], -kInf);
+  EXPECT_EQ(r.lse[0], -kInfinity);
+  EXPECT_EQ(r.lse[1], -kInfinity);
   EXPECT_DOUBLE_EQ(r.lse[2], 0.0);
 }
 
@@ -268,12 +268,12 @@ TEST(Reference, BroadcastMasksEqualTheirExpansion) {
   AttentionResult a = reference_attention(small), b = reference_attention(full);
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.lse, b.lse);
-  EXPECT_EQ(a.lse[1], -kInf);
-  EXPECT_EQ(a.lse[4], -kInf);
+  EXPECT_EQ(a.lse[1], -kInfinity);
+  EXPECT_EQ(a.lse[4], -kInfinity);
 
   small.bool_mask.clear();
   full.bool_mask.clear();
-  small.additive_mask = {0.0, -1.5, -kInf, 2.0, 0.25, 0.0, -kInf, -kInf};  // (B,1,1,Sk): per-batch key padding + bias
+  small.additive_mask = {0.0, -1.5, -kInfinity, 2.0, 0.25, 0.0, -kInfinity, -kInfinity};  // (B,1,1,Sk): per-batch key padding + bias
   small.mask_shape = {2, 1, 1, 4};
   full.additive_mask = expand(small.additive_mask, small.mask_shape);
   a = reference_attention(small);
@@ -287,7 +287,7 @@ TEST(Reference, BroadcastMasksEqualTheirExpansion) {
   // The additive values enter the logits: check one row against the formula.
   // Batch 0, head 0, row 0: keys 0, 1, 3 visible with biases 0, -1.5, 2.
   const double scale = 1 / std::sqrt(3.0);
-  double s[4], max = -kInf;
+  double s[4], max = -kInfinity;
   const double bias[4] = {0.0, -1.5, 0.0, 2.0};
   for (int j : {0, 1, 3}) {
     double dot = 0;
@@ -312,7 +312,7 @@ TEST(Reference, SinkIsOneMoreSoftmaxColumnWithoutValue) {
   EXPECT_NEAR(r.out[0], 0.5, 1e-14);
   EXPECT_NEAR(r.lse[0], std::log(6.0), 1e-14);
   // A sink of -inf is no sink.
-  p.sinks = {-kInf};
+  p.sinks = {-kInfinity};
   r = reference_attention(p);
   EXPECT_NEAR(r.out[0], 1.0, 1e-14);
   EXPECT_NEAR(r.lse[0], std::log(3.0), 1e-14);
@@ -348,7 +348,7 @@ TEST(Reference, RejectsInconsistentProblems) {
   bad.alibi_slopes = {1, 2};
   EXPECT_THROW(validate(bad), std::invalid_argument);
   bad = p;
-  bad.additive_mask = {kInf};
+  bad.additive_mask = {kInfinity};
   bad.mask_shape = {1, 1, 1, 1};
   EXPECT_THROW(validate(bad), std::invalid_argument);
   bad = p;
@@ -362,9 +362,9 @@ TEST(Reference, RejectsInconsistentProblems) {
   EXPECT_THROW(validate(bad), std::invalid_argument);
   bad.sinks = {std::nan("")};
   EXPECT_THROW(validate(bad), std::invalid_argument);
-  bad.sinks = {kInf};
+  bad.sinks = {kInfinity};
   EXPECT_THROW(validate(bad), std::invalid_argument);
-  bad.sinks = {-kInf};
+  bad.sinks = {-kInfinity};
   EXPECT_NO_THROW(validate(bad));
 }
 
@@ -400,7 +400,7 @@ TEST(Naive, Float32IsCloseAndFloat16MeasurablyWorse) {
     AttentionResult naive = naive_attention_in_dtype(p, types[t]);
     error[t] = max_abs_difference(naive.out, ref.out);
     // Same visibility: empty rows agree exactly.
-    for (size_t n = 0; n < ref.lse.size(); ++n) EXPECT_EQ(ref.lse[n] == -kInf, naive.lse[n] == -kInf);
+    for (size_t n = 0; n < ref.lse.size(); ++n) EXPECT_EQ(ref.lse[n] == -kInfinity, naive.lse[n] == -kInfinity);
     EXPECT_LT(max_abs_difference(naive.lse, ref.lse), types[t] == ElementType::float32 ? 1e-5 : 0.1) << to_string(types[t]);
   }
   EXPECT_LT(error[0], 1e-6);     // float32: a few ulps of O(1) values
@@ -418,7 +418,7 @@ TEST(Naive, FollowsTheFeaturesOfTheReference) {
   p.softcap = 2.5;
   p.alibi_slopes = {0.5, 0.25, 0.125, 0.0625};
   p.additive_mask = random_tensor(p.seq_k, 5, ElementType::float32);
-  p.additive_mask[3] = -kInf;
+  p.additive_mask[3] = -kInfinity;
   p.mask_shape = {1, 1, 1, p.seq_k};
   AttentionResult ref = reference_attention(p);
   AttentionResult naive = naive_attention_in_dtype(p, ElementType::float32);

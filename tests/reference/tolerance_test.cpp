@@ -32,10 +32,10 @@ AttentionProblem problem_with_empty_rows(ElementType type) {
   return p;
 }
 
-struct Case {
+struct ToleranceCase {
   AttentionProblem problem;
   AttentionResult reference, naive;
-  explicit Case(ElementType type)
+  explicit ToleranceCase(ElementType type)
       : problem(problem_with_empty_rows(type)),
         reference(reference_attention(problem)),
         naive(naive_attention_in_dtype(problem, type)) {}
@@ -52,7 +52,7 @@ uint64_t at(uint64_t b, uint64_t h, uint64_t i, uint64_t d) { return ((b * 2 + h
 
 TEST(CheckOutput, AcceptsTheReferenceConvertedToFloat) {
   for (ElementType type : {ElementType::float32, ElementType::float16, ElementType::bfloat16}) {
-    Case c(type);
+    ToleranceCase c(type);
     ASSERT_EQ(c.reference.lse[0], -std::numeric_limits<double>::infinity());  // the case does have empty rows
     ToleranceVerdict v = check_output(to_float(c.reference.out), c.reference, c.naive, type, c.problem);
     EXPECT_TRUE(v.ok) << v.detail;
@@ -66,7 +66,7 @@ TEST(CheckOutput, AcceptsTheReferenceConvertedToFloat) {
 TEST(CheckOutput, AcceptsTheNaiveResultItself) {
   // A kernel as bad as the naive computation is within 2x of it by definition.
   for (ElementType type : {ElementType::float32, ElementType::float16}) {
-    Case c(type);
+    ToleranceCase c(type);
     ToleranceVerdict v = check_output(to_float(c.naive.out), c.reference, c.naive, type, c.problem);
     EXPECT_TRUE(v.ok) << v.detail;
     EXPECT_EQ(v.max_abs_error, v.naive_error);
@@ -74,7 +74,7 @@ TEST(CheckOutput, AcceptsTheNaiveResultItself) {
 }
 
 TEST(CheckOutput, CatchesAnInjectedError) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   std::vector<float> out = to_float(c.reference.out);
   out[at(1, 0, 3, 2)] += 1e-3f;
   ToleranceVerdict v = check_output(out, c.reference, c.naive, ElementType::float32, c.problem);
@@ -89,7 +89,7 @@ TEST(CheckOutput, CatchesAnInjectedError) {
 TEST(CheckOutput, TheTwiceNaiveBoundIsARuleOfItsOwn) {
   // 3e-5 is inside float32's element tolerance for |ref| ~ 1 (5e-6 + 5e-5)
   // but far above 2x the naive float32 error (~1e-7) + 1e-5.
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   std::vector<float> out = to_float(c.reference.out);
   uint64_t n = at(0, 1, 4, 0);
   ASSERT_GT(std::fabs(c.reference.out[n]), 0.5);
@@ -120,7 +120,7 @@ TEST(CheckOutput, TheElementToleranceIsARuleOfItsOwn) {
 }
 
 TEST(CheckOutput, CatchesNanAndInfinity) {
-  Case c(ElementType::float16);
+  ToleranceCase c(ElementType::float16);
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), kInfF, -kInfF}) {
     std::vector<float> out = c.rounded_output(ElementType::float16);
     out[at(0, 0, 2, 1)] = bad;
@@ -133,7 +133,7 @@ TEST(CheckOutput, CatchesNanAndInfinity) {
 }
 
 TEST(CheckOutput, RowsWithoutVisibleKeysMustBeExactlyZero) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   std::vector<float> out = to_float(c.reference.out);
   out[at(1, 1, 1, 3)] = 1e-30f;  // tiny, well within every numeric tolerance
   ToleranceVerdict v = check_output(out, c.reference, c.naive, ElementType::float32, c.problem);
@@ -146,7 +146,7 @@ TEST(CheckOutput, RowsWithoutVisibleKeysMustBeExactlyZero) {
 }
 
 TEST(CheckOutput, SizeMismatchFails) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   std::vector<float> out = to_float(c.reference.out);
   out.pop_back();
   ToleranceVerdict v = check_output(out, c.reference, c.naive, ElementType::float32, c.problem);
@@ -155,7 +155,7 @@ TEST(CheckOutput, SizeMismatchFails) {
 }
 
 TEST(CheckOutput, NonFiniteNaiveResultGivesNoBoundButElementRulesStillHold) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   AttentionResult naive = c.naive;
   naive.out[at(0, 0, 4, 0)] = std::numeric_limits<double>::quiet_NaN();
   std::vector<float> out = to_float(c.reference.out);
@@ -173,14 +173,14 @@ std::vector<float> lse_as_float(const AttentionResult& r) {
 }
 
 TEST(CheckLse, AcceptsTheReferenceConvertedToFloat) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   ToleranceVerdict v = check_lse(lse_as_float(c.reference), c.reference, c.problem);
   EXPECT_TRUE(v.ok) << v.detail;
   EXPECT_LT(v.max_abs_error, 1e-6);
 }
 
 TEST(CheckLse, CatchesAWrongValue) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   std::vector<float> lse = lse_as_float(c.reference);
   uint64_t row = (1 * 2 + 0) * 5 + 3;  // (b=1, h=0, i=3)
   lse[row] += 1e-3f;
@@ -193,7 +193,7 @@ TEST(CheckLse, CatchesAWrongValue) {
 }
 
 TEST(CheckLse, EmptyRowsMustBeExactlyMinusInfinity) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   for (float bad : {-1e30f, 0.0f, std::numeric_limits<float>::quiet_NaN(), kInfF}) {
     std::vector<float> lse = lse_as_float(c.reference);
     ASSERT_EQ(lse[0], -kInfF);
@@ -205,7 +205,7 @@ TEST(CheckLse, EmptyRowsMustBeExactlyMinusInfinity) {
 }
 
 TEST(CheckLse, CatchesNanAndInfinityWhereTheReferenceIsFinite) {
-  Case c(ElementType::float32);
+  ToleranceCase c(ElementType::float32);
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), -kInfF, kInfF}) {
     std::vector<float> lse = lse_as_float(c.reference);
     lse[4] = bad;  // (b=0, h=0, i=4) sees every key

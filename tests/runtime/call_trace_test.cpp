@@ -42,7 +42,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const Library& library() {
+const Library& traced_library() {
   static const Library l = Library::load_from_memory(test::manifest_for(R"({"kernels": [
     {"dtype": "float16", "head_dim": 64, "causal": ["none", "bottom_right"]},
     {"kind": "decode", "dtype": "bfloat16", "head_dim": 128, "gqa": false, "lse": false},
@@ -64,7 +64,7 @@ AttentionQuery query(ElementType dtype, uint32_t d, CausalMode causal, Attention
   return q;
 }
 
-const KernelEntry& kernel(const AttentionQuery& q) { return library().select(q); }
+const KernelEntry& kernel(const AttentionQuery& q) { return traced_library().select(q); }
 const KernelEntry& forward_f16_d64() {
   return kernel(query(ElementType::float16, 64, CausalMode::bottom_right, {1, 8, 2, 100, 200}));
 }
@@ -85,7 +85,7 @@ const CallCount* find_miss(const CallStatistics& s, MissReason reason) {
 class CallTrace : public ::testing::Test {
  protected:
   void SetUp() override {
-    library();  // generated before tracing starts
+    traced_library();  // generated before tracing starts
     set_call_trace_enabled(true);
     reset_call_statistics();
   }
@@ -177,8 +177,8 @@ TEST_F(CallTrace, MissesAreCountedWithTheirReason) {
 
   for (const Case& c : cases) {
     reset_call_statistics();
-    EXPECT_EQ(library().find(c.query), nullptr) << to_string(c.reason);
-    EXPECT_EQ(library().find(c.query), nullptr);
+    EXPECT_EQ(traced_library().find(c.query), nullptr) << to_string(c.reason);
+    EXPECT_EQ(traced_library().find(c.query), nullptr);
     const CallStatistics s = call_statistics();
     ASSERT_EQ(s.counts.size(), 1u) << to_string(c.reason);
     const CallCount& miss = s.counts.front();
@@ -199,8 +199,8 @@ TEST_F(CallTrace, MissesAreCountedWithTheirReason) {
 
   // select() counts its miss too (it calls find); hits are not misses.
   reset_call_statistics();
-  EXPECT_THROW(library().select(cases.front().query), SelectionError);
-  EXPECT_NE(library().find(query(ElementType::float16, 64, CausalMode::none, prefill)), nullptr);
+  EXPECT_THROW(traced_library().select(cases.front().query), SelectionError);
+  EXPECT_NE(traced_library().find(query(ElementType::float16, 64, CausalMode::none, prefill)), nullptr);
   const CallStatistics s = call_statistics();
   EXPECT_EQ(s.misses(), 1u);
   EXPECT_EQ(s.kernel_calls(), 0u);  // find() alone does not count a kernel call
@@ -212,13 +212,13 @@ TEST_F(CallTrace, CountsNothingWhenOff) {
   EXPECT_FALSE(call_trace_enabled());
   const AttentionQuery missing = query(ElementType::float16, 96, CausalMode::none, {1, 8, 2, 100, 200});
   trace_call(forward_f16_d64(), {1, 8, 2, 100, 200}, "cpu");
-  EXPECT_EQ(library().find(missing), nullptr);
+  EXPECT_EQ(traced_library().find(missing), nullptr);
   EXPECT_TRUE(call_statistics().counts.empty());
 
   set_call_trace_enabled(true);  // the same calls, on
   EXPECT_TRUE(call_trace_enabled());
   trace_call(forward_f16_d64(), {1, 8, 2, 100, 200}, "cpu");
-  EXPECT_EQ(library().find(missing), nullptr);
+  EXPECT_EQ(traced_library().find(missing), nullptr);
   const CallStatistics s = call_statistics();
   EXPECT_EQ(s.kernel_calls(), 1u);
   EXPECT_EQ(s.misses(), 1u);
@@ -254,7 +254,7 @@ TEST_F(CallTrace, SummaryTableNamesKernelBackendShapeCountsAndMissReasons) {
   window.window = true;
   trace_call(kernel(window), window.shape, "metal");
   AttentionQuery missing = query(ElementType::float16, 96, CausalMode::none, {1, 8, 2, 100, 200});
-  EXPECT_EQ(library().find(missing), nullptr);
+  EXPECT_EQ(traced_library().find(missing), nullptr);
   EXPECT_EQ(format_call_statistics(call_statistics()),
             "mfagen call trace: 13 kernel calls, 1 query without a kernel\n"
             "  calls  kernel                                  backend  kind     dtype      D   Dv    Sq    Sk  causal        features\n"
@@ -285,7 +285,7 @@ TEST_F(CallTrace, AFullTableCountsFurtherKeysAsUntrackedAndKeepsCountingItsKeys)
 }
 
 TEST_F(CallTrace, FindAndLaunchPlanAllocateNothingPerCallWithTracingOn) {
-  const Library& lib = library();
+  const Library& lib = traced_library();
   const std::vector<AttentionQuery> queries = {
       query(ElementType::float16, 64, CausalMode::bottom_right, {1, 8, 2, 100, 200}),  // found
       query(ElementType::float16, 96, CausalMode::none, {1, 8, 2, 100, 200}),          // no such head dims
@@ -396,7 +396,7 @@ void trace_and_exit(bool enable_from_code = false) {
   if (enable_from_code) set_call_trace_enabled(true);
   trace_call(forward_f16_d64(), {1, 8, 2, 100, 200}, "cpu");
   trace_call(forward_f16_d64(), {1, 8, 2, 100, 200}, "cpu");
-  library().find(query(ElementType::float16, 96, CausalMode::none, {1, 8, 2, 100, 200}));
+  traced_library().find(query(ElementType::float16, 96, CausalMode::none, {1, 8, 2, 100, 200}));
   std::fprintf(stderr, "kernel calls counted: %llu\n", (unsigned long long)call_statistics().kernel_calls());
   std::exit(0);
 }

@@ -15,7 +15,7 @@
 namespace mfagen {
 namespace {
 
-const Library& library() {
+const Library& shared_library() {
   static const Library l = Library::load_from_memory(test::manifest_for(R"({"kernels": [
     {"dtype": ["float16", "bfloat16"], "head_dim": [64, 128], "causal": ["none", "bottom_right"]},
     {"kind": "decode", "dtype": ["float16", "bfloat16"], "head_dim": [64, 128], "causal": "bottom_right"},
@@ -23,7 +23,7 @@ const Library& library() {
   return l;
 }
 
-AttentionQuery query(uint64_t i) {
+AttentionQuery shared_query(uint64_t i) {
   AttentionQuery q;
   q.dtype = i % 2 ? ElementType::bfloat16 : ElementType::float16;
   q.head_dim = q.head_dim_v = i % 3 ? 128 : 64;
@@ -42,14 +42,14 @@ struct Result {
 };
 
 Result work(uint64_t i) {
-  const AttentionQuery q = query(i);
+  const AttentionQuery q = shared_query(i);
   Result r;
-  r.kernel = library().find(q);
+  r.kernel = shared_library().find(q);
   if (!r.kernel) return r;
   ForwardCall c;
   c.shape = q.shape;
   c.strides = contiguous_bhsd(q.shape, q.head_dim, q.head_dim_v);
-  const DispatchPlan p = Library::plan(library().select(q), c);
+  const DispatchPlan p = Library::plan(shared_library().select(q), c);
   r.params = p.params;
   for (const BufferRequirement& b : p.buffers) r.sizes.push_back(b.bytes);
   LaunchPlan fast;
@@ -85,9 +85,9 @@ TEST(Concurrency, EightThreadsSelectAndPlanAsOneThreadDoes) {
 // then count the run. Queries repeat every 97 calls, so no thread's table
 // fills; one in ten asks for head dims no kernel has.
 void traced_call(uint64_t i) {
-  AttentionQuery q = query(i % 97);
+  AttentionQuery q = shared_query(i % 97);
   if (i % 10 == 3) q.head_dim = q.head_dim_v = 96;
-  if (const KernelEntry* kernel = library().find(q)) trace_call(*kernel, q.shape, "test");
+  if (const KernelEntry* kernel = shared_library().find(q)) trace_call(*kernel, q.shape, "test");
 }
 
 bool same_counts(const CallStatistics& a, const CallStatistics& b) {

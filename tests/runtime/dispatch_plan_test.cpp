@@ -9,7 +9,7 @@
 namespace mfagen {
 namespace {
 
-const Library& library() {
+const Library& planned_library() {
   static const Library l = Library::load_from_memory(test::manifest_for(R"({"kernels": [
     {"dtype": "float16", "head_dim": 80, "tiles": {"block_q": 32, "block_k": 32, "simdgroups": 4}},
     {"kind": "decode", "dtype": "float32", "head_dim": 64},
@@ -27,7 +27,7 @@ ForwardCall call_for(AttentionShape s, uint32_t d) {
 }
 
 TEST(DispatchPlan, EdgeShapes) {
-  const KernelEntry& fwd = library().kernels()[0];
+  const KernelEntry& fwd = planned_library().kernels()[0];
   DispatchPlan p = Library::plan(fwd, call_for({1, 1, 1, 1, 1}, 80));
   ASSERT_EQ(p.launches.size(), 1u);
   EXPECT_EQ(p.launches[0].threadgroups, (std::array<uint32_t, 3>{1, 1, 1}));
@@ -44,7 +44,7 @@ TEST(DispatchPlan, EdgeShapes) {
 }
 
 TEST(DispatchPlan, SizesThatOverflow64BitsAreErrors) {
-  const KernelEntry& fwd = library().kernels()[0];
+  const KernelEntry& fwd = planned_library().kernels()[0];
   ForwardCall c = call_for({1, 1, 1, 1000, 1000}, 80);
   c.strides.k.head = uint64_t(1) << 62;  // a stride that wraps when multiplied
   c.shape.heads_kv = c.shape.heads_q = 8;
@@ -55,7 +55,7 @@ TEST(DispatchPlan, SizesThatOverflow64BitsAreErrors) {
 }
 
 TEST(DispatchPlan, DecodeAndBackwardListTheirLaunchesInOrder) {
-  const KernelEntry& decode = library().kernels()[1];
+  const KernelEntry& decode = planned_library().kernels()[1];
   DispatchPlan p = Library::plan(decode, call_for({1, 8, 1, 1, 32768}, 64));
   ASSERT_EQ(p.launches.size(), 2u);
   EXPECT_EQ(p.launches[1].entry, decode.name + "_combine");
@@ -88,12 +88,12 @@ TEST(DispatchPlan, DecodeAndBackwardListTheirLaunchesInOrder) {
 
   // A kernel of 16 simdgroups still runs at most 8 per call (the template
   // compiles its staging for 1, 2, 4 and 8 and for the kernel's own count).
-  const KernelEntry& decode16 = library().kernels()[3];
+  const KernelEntry& decode16 = planned_library().kernels()[3];
   p = Library::plan(decode16, call_for({1, 32, 2, 16, 4096}, 64));  // 256 rows
   EXPECT_EQ(p.launches[0].threads_per_threadgroup[0], 256u);
   EXPECT_EQ(p.launches[0].threadgroups[1], 2u * 4);  // 4 row blocks of 64 rows per kv head
 
-  const KernelEntry& backward = library().kernels()[2];
+  const KernelEntry& backward = planned_library().kernels()[2];
   p = Library::plan(backward, call_for({2, 4, 2, 50, 70}, 64));
   ASSERT_EQ(p.launches.size(), 3u);
   EXPECT_EQ(p.launches[0].entry, backward.name + "_preprocess");

@@ -13,7 +13,7 @@
 namespace mfagen {
 namespace {
 
-const Library& library() {
+const Library& launch_library() {
   static const Library l = Library::load_from_memory(test::manifest_for(R"({"kernels": [
     {"dtype": ["float16", "float32"], "head_dim": [64, 80], "causal": ["none", "bottom_right"], "gqa": [true, false]},
     {"dtype": "bfloat16", "head_dim": 96, "head_dim_v": 64, "lse": false},
@@ -107,7 +107,7 @@ ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
 TEST(LaunchPlan, EqualsPlanForwardForEveryKernelAndManyShapes) {
   std::mt19937_64 rng(7);
   size_t checked = 0;
-  for (const KernelEntry& kernel : library().kernels())
+  for (const KernelEntry& kernel : launch_library().kernels())
     for (int i = 0; i < 200; ++i) {
       const ForwardCall call = random_call(kernel, rng);
       std::string why;
@@ -129,7 +129,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(LaunchPlan, RejectsWhatPlanForwardRejectsWithTheSameMessage) {
-  const std::vector<KernelEntry>& kernels = library().kernels();
+  const std::vector<KernelEntry>& kernels = launch_library().kernels();
   std::mt19937_64 rng(11);
   std::vector<std::function<void(const KernelEntry&, ForwardCall&)>> breakers = {
       [](const KernelEntry&, ForwardCall& c) { c.shape.seq_q = 0; },
@@ -171,7 +171,7 @@ TEST(LaunchPlan, EdgeShapesAndTheirLimits) {
                                               {UINT32_MAX, 1, 1, 1, 1},
                                               {1, 2, 1, (uint64_t(1) << 31) - 1, (uint64_t(1) << 31) - 1},
                                               {1 << 20, 64, 8, 4096, 4096}};
-  for (const KernelEntry& kernel : library().kernels())
+  for (const KernelEntry& kernel : launch_library().kernels())
     for (const AttentionShape& shape : shapes) {
       ForwardCall call;
       call.shape = shape;
@@ -187,7 +187,7 @@ TEST(LaunchPlan, EdgeShapesAndTheirLimits) {
         EXPECT_TRUE(same(Library::launch_plan(kernel, call), Library::plan(kernel, call), why)) << kernel.name << why;
       }
     }
-  const KernelEntry& fwd = library().kernels()[0];
+  const KernelEntry& fwd = launch_library().kernels()[0];
   ForwardCall call;
   call.shape = {UINT32_MAX, 1, 1, 1, 1};
   call.strides = contiguous_bhsd(call.shape, fwd.info.head_dim, fwd.info.head_dim_v);
@@ -199,7 +199,7 @@ TEST(LaunchPlan, EdgeShapesAndTheirLimits) {
 }
 
 TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
-  for (const KernelEntry& kernel : library().kernels()) {
+  for (const KernelEntry& kernel : launch_library().kernels()) {
     ForwardCall call;
     call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
     if (kernel.info.softcap) call.softcap = 1;
@@ -210,7 +210,7 @@ TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
     EXPECT_EQ(p.launch_count, kernel.entries.size()) << kernel.name;
     EXPECT_EQ(p.launches().front().entry.data(), kernel.entries.front().data());  // a view into the library
   }
-  KernelEntry hand_made = library().kernels()[0];
+  KernelEntry hand_made = launch_library().kernels()[0];
   hand_made.entries.clear();  // not from a manifest: an error, not an out-of-bounds read
   ForwardCall call;
   call.strides = contiguous_bhsd(call.shape, hand_made.info.head_dim, hand_made.info.head_dim_v);

@@ -60,7 +60,7 @@ constexpr const char* kHookName = "__mf_access";
 // twice), or bitcode that was instrumented when emitted and is compiled again
 // with the plugin. The marker makes the second run a no-op instead of
 // reporting every access twice.
-constexpr const char* kDoneMarker = "mfagen.instrumented";
+constexpr const char* kInstrumentedMarker = "mfagen.instrumented";
 
 // Defined by modules compiled without detectors (`mfagen exec --no-detectors`):
 // no hooks, only the alignment relaxation below, so they run like the rest.
@@ -225,8 +225,8 @@ class Instrumenter {
 }  // namespace
 
 PreservedAnalyses MemAccessInstrumentPass::run(Module& M, ModuleAnalysisManager&) {
-  if (M.getNamedMetadata(kDoneMarker)) return PreservedAnalyses::all();
-  M.getOrInsertNamedMetadata(kDoneMarker);
+  if (M.getNamedMetadata(kInstrumentedMarker)) return PreservedAnalyses::all();
+  M.getOrInsertNamedMetadata(kInstrumentedMarker);
   bool Changed = Instrumenter(M).run();
   return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }

@@ -57,7 +57,7 @@ using mfagen::cpu::profile::Op;
 namespace {
 
 constexpr const char* kProfileModeMarker = "__mf_profile_mode";
-constexpr const char* kDoneMarker = "mfagen.profiled";
+constexpr const char* kProfiledMarker = "mfagen.profiled";
 
 using OpList = std::map<uint32_t, uint64_t>;  // op -> count, ordered (deterministic tables)
 
@@ -683,8 +683,8 @@ class BlockCounter {
 }  // namespace
 
 PreservedAnalyses ProfileCountersPass::run(Module& M, ModuleAnalysisManager&) {
-  if (!M.getNamedGlobal(kProfileModeMarker) || M.getNamedMetadata(kDoneMarker)) return PreservedAnalyses::all();
-  M.getOrInsertNamedMetadata(kDoneMarker);
+  if (!M.getNamedGlobal(kProfileModeMarker) || M.getNamedMetadata(kProfiledMarker)) return PreservedAnalyses::all();
+  M.getOrInsertNamedMetadata(kProfiledMarker);
   BlockCounter(M).run();
   return PreservedAnalyses::none();
 }
