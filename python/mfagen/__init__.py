@@ -4,7 +4,9 @@ Python surface (DESIGN.md section 16):
 
 - ``mfagen.torch.scaled_dot_product_attention``: PyTorch's SDPA, same
   signature and meaning, with autograd; ``mfagen.torch.flex_attention``:
-  score_mod / mask_mod expressions with captured tensors.
+  score_mod / mask_mod expressions with captured tensors;
+  ``mfagen.torch.patch_sdpa()`` (opt-in) routes
+  ``torch.nn.functional.scaled_dot_product_attention`` to it.
 - ``mfagen.flash_attn``: flash-attn 2.8's dense, packed and varlen functions,
   with autograd, and ``flash_attn_with_kvcache``.
 

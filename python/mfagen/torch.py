@@ -18,6 +18,10 @@ CPU tensors run on the cpu backend, an emulator of the generated Metal
 kernels: correct, not fast. Bad inputs raise ValueError or TypeError naming
 the argument before any kernel runs; what mfagen does not serve raises
 NotImplementedError naming the argument, so callers can fall back.
+
+``patch_sdpa(devices=("mps",))`` / ``unpatch_sdpa()`` / ``patched_sdpa(...)``
+(opt-in, from mfagen.sdpa_patch) route ``torch.nn.functional.scaled_dot_product_attention``
+to this function for tensors of those device types, PyTorch's own for the rest.
 """
 
 import math
@@ -26,7 +30,7 @@ import torch
 
 from . import _kernels
 
-__all__ = ["flex_attention", "scaled_dot_product_attention"]
+__all__ = ["flex_attention", "patch_sdpa", "patched_sdpa", "scaled_dot_product_attention", "unpatch_sdpa"]
 
 
 def _check_tensor(name, t):
@@ -288,3 +292,7 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=No
     options = dict(scale=softmax_scale, scalars={n: float(x) for n, x in scalars.items()})
     q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
     return _FlexAttention.apply(q, k, v, variant, options, names, *tensors)
+
+
+# Last: mfagen.sdpa_patch imports this module (its router calls scaled_dot_product_attention above).
+from .sdpa_patch import patch_sdpa, patched_sdpa, unpatch_sdpa  # noqa: E402
