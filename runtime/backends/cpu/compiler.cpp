@@ -17,6 +17,7 @@
 #include "diagnostic_repair.h"
 #include "loaded_module.h"
 #include "msl_lowering.h"
+#include "preprocessed_cache.h"
 #include "subprocess.h"
 #include "toolchain.h"
 #include "unroll_hints.h"
@@ -77,11 +78,11 @@ std::string metal_spelling(std::string message) {
   return message;
 }
 
-std::string preprocess(const fs::path& file, const CompileOptions& options, const fs::path& scratch_dir) {
+// Everything of the preprocess command but its file names (also part of the
+// key of its cached output, preprocessed_cache.h).
+std::vector<std::string> preprocess_flags(const CompileOptions& options) {
   const Toolchain& tc = toolchain();
-  fs::path output = unique_temp(scratch_dir, "pre", ".ii");
-  std::vector<std::string> argv = {tc.clang, "-E"};
-  argv.insert(argv.end(), kLanguageFlags.begin(), kLanguageFlags.end());
+  std::vector<std::string> flags = kLanguageFlags;
   // Macros in pragma arguments are expanded, as the compile of a pragma does
   // (ggml's `#pragma unroll (MIN(DK8/2, 4*NSG))`, MIN a macro of the file):
   // clang's loop-hint pragma reads its argument through the preprocessor,
@@ -91,10 +92,18 @@ std::string preprocess(const fs::path& file, const CompileOptions& options, cons
   // PrintPreprocessedOutput); it adds two predefined macros
   // (_NATIVE_WCHAR_T_DEFINED, _WCHAR_T_DEFINED) and no other change to the
   // preprocessed text, and the compile itself does not take it.
-  argv.push_back("-fms-extensions");
-  argv.insert(argv.end(), {"-isystem", tc.standin_dir.string(), "-include", "mfagen_standin/abi.h"});
-  for (const std::string& dir : options.include_dirs) argv.insert(argv.end(), {"-I", dir});
-  for (const std::string& define : options.defines) argv.push_back("-D" + define);
+  flags.push_back("-fms-extensions");
+  flags.insert(flags.end(), {"-isystem", tc.standin_dir.string(), "-include", "mfagen_standin/abi.h"});
+  for (const std::string& dir : options.include_dirs) flags.insert(flags.end(), {"-I", dir});
+  for (const std::string& define : options.defines) flags.push_back("-D" + define);
+  return flags;
+}
+
+std::string preprocess(const fs::path& file, const std::vector<std::string>& flags, const fs::path& scratch_dir) {
+  const Toolchain& tc = toolchain();
+  fs::path output = unique_temp(scratch_dir, "pre", ".ii");
+  std::vector<std::string> argv = {tc.clang, "-E"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {file.string(), "-o", output.string()});
   ProcessResult result = run_process(argv);
   if (result.exit_code != 0) {
@@ -178,19 +187,29 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
   if (options.profile) with_dir.defines.push_back("__MF_PROFILE=1");
   fs::path named(source_name);
   if (named.has_parent_path()) with_dir.include_dirs.push_back(named.parent_path().string());
-  fs::path copy = unique_temp(cache, "src", ".metal");
-  std::ofstream(copy, std::ios::binary) << source;
-  std::string preprocessed;
-  try {
-    preprocessed = preprocess(copy, with_dir, cache);
-  } catch (CompileError& e) {
+  const Toolchain& tc = toolchain();
+  const std::vector<std::string> pre_flags = preprocess_flags(with_dir);
+  const fs::path pre_entry =
+      cache / (content_hash(fmt::format("pre|{}|{}|{}|{}", tc.clang, fmt::join(pre_flags, " "), source_name, source)) +
+               ".ii");
+  std::optional<std::string> cached_text = load_preprocessed(pre_entry);
+  const bool preprocess_hit = cached_text.has_value();
+  std::string preprocessed = cached_text ? std::move(*cached_text) : std::string();
+  if (!preprocess_hit) {
+    fs::path copy = unique_temp(cache, "src", ".metal");
+    std::ofstream(copy, std::ios::binary) << source;
+    try {
+      preprocessed = preprocess(copy, pre_flags, cache);
+    } catch (CompileError& e) {
+      fs::remove(copy);
+      std::string message = e.what();
+      replace_all(message, copy.string(), source_name);
+      throw CompileError(message);
+    }
     fs::remove(copy);
-    std::string message = e.what();
-    replace_all(message, copy.string(), source_name);
-    throw CompileError(message);
+    replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
+    store_preprocessed(pre_entry, preprocessed, source_name);
   }
-  fs::remove(copy);
-  replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
 
   LoweredSource lowered = lower_msl(preprocessed, options.constants);
   // Unrolling hints only cost compile time here (unroll_hints.h); a profile
@@ -203,7 +222,6 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
   // Tells the plugin to count ops per block (instrument/ProfileCounters.cpp).
   if (options.profile)
     lowered.text += "\nextern \"C\" __attribute__((used)) const __constant int __mf_profile_mode = 1;\n";
-  const Toolchain& tc = toolchain();
   std::string flags;
   for (const std::string& flag : build_flags(options.profile)) flags += flag + ' ';
   std::string key = content_hash(fmt::format("abi{}|{}|{}|{}|{}", abi::kAbiVersion, tc.clang, flags,
@@ -234,6 +252,7 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
       throw CompileError(fmt::format("error: kernel '{}' has no entry point in the compiled module", k.name));
   if (stats) {
     stats->cache_hit = hit;
+    stats->preprocess_hit = preprocess_hit;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return module;

@@ -91,7 +91,8 @@ class LaunchError : public std::runtime_error {
 
 class Module;
 struct CompileStats {
-  bool cache_hit = false;
+  bool cache_hit = false;       // the compiled object was cached
+  bool preprocess_hit = false;  // so was the preprocessed source (no clang -E ran)
   double seconds = 0;
 };
 
