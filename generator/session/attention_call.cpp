@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <stdexcept>
 
 #include "io/npy.h"
 #include "plan/kernel_plan.h"
@@ -318,6 +319,71 @@ AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& i
   }
   if (backward) run_backward(kernels, in, c, call, forward, *gradients_in, tensors, backend, result);
   return result;
+}
+
+std::optional<PreparedForward> prepare_forward(const KernelSet& kernels, const AttentionInputs& in,
+                                               const AttentionOptions& options, const Backend& backend) {
+  if (in.layout != TensorLayout::dense || in.k_cache || in.v_cache || in.alibi_slopes || in.sinks ||
+      in.score_functions || in.d_out || in.out || in.lse || options.dropout)
+    return std::nullopt;
+  check_options(options);
+  const SelectedCall c = select_call(kernels, in, options, backend);
+  const spec::KernelSpec& kernel = c.plan->spec;
+  if (kernel.kind != spec::Kind::forward || kernel.alibi || kernel.sinks || c.entry->info.dropout ||
+      c.entry->info.score_mod || c.entry->info.mask_mod || !c.entry->info.captures.empty())
+    return std::nullopt;
+  ForwardCall call = runtime_values(c.geometry, options, in.kv_format);
+  const ForwardInputs inputs = forward_inputs(in, *c.plan, c.geometry.shape, call);
+  if (!inputs.q.owned.empty() || !inputs.k.owned.empty() || !inputs.v.owned.empty()) return std::nullopt;
+  PreparedForward p;
+  p.set = &kernels.set;
+  p.entry = c.entry;
+  p.plan = c.plan;
+  p.shape = c.geometry.shape;
+  p.q_bytes = inputs.q.bytes.size();
+  p.k_bytes = inputs.k.bytes.size();
+  p.v_bytes = inputs.v.bytes.size();
+  if (inputs.mask) {
+    p.mask = in.mask;
+    p.mask->data = nullptr;
+    p.mask_strides = call.mask_strides;
+  }
+  p.dispatch = dispatch_for(*c.entry, call);
+  p.out_shape = c.geometry.out_shape;
+  p.out_bytes = p.dispatch.buffer("out")->bytes;
+  if (c.entry->info.lse) {
+    uint64_t lse_rows = 1;
+    for (uint64_t extent : c.geometry.lse_shape) lse_rows *= extent;
+    p.lse_bytes = lse_rows * 4;
+  }
+  return p;
+}
+
+RunStats run_prepared_forward(const PreparedForward& p, const ForwardData& data, Backend& backend) {
+  if (data.out.size() < p.out_bytes || data.lse.size() < p.lse_bytes)
+    throw std::logic_error("run_prepared_forward: out or lse is shorter than the prepared call writes");
+  // Bound into the thread's map of the previous call: its nodes are reused, so binding allocates nothing.
+  thread_local TensorMap tensors;
+  tensors[plan::kQIndex] = {const_cast<std::byte*>(data.q), p.q_bytes};  // kernels only read inputs
+  tensors[plan::kKIndex] = {const_cast<std::byte*>(data.k), p.k_bytes};
+  tensors[plan::kVIndex] = {const_cast<std::byte*>(data.v), p.v_bytes};
+  std::optional<MaskBuffer> mask;
+  if (p.mask) {
+    HostTensor layout = *p.mask;
+    layout.data = data.mask;
+    mask = mask_buffer(layout, p.plan->spec, p.shape);
+    if (mask->strides != p.mask_strides)
+      throw std::logic_error("run_prepared_forward: the mask is not laid out as when the call was prepared");
+    tensors[plan::kMaskIndex] = mask->buffer.bytes;
+  } else {
+    tensors.erase(plan::kMaskIndex);
+  }
+  tensors[plan::kOutIndex] = data.out.first(p.out_bytes);
+  if (p.lse_bytes)
+    tensors[plan::kLseIndex] = data.lse.first(p.lse_bytes);
+  else
+    tensors.erase(plan::kLseIndex);
+  return backend.run(p.set->library, *p.entry, p.dispatch, tensors);
 }
 
 }  // namespace mfagen::session

@@ -7,9 +7,11 @@
 // writes files: the front ends do.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -109,5 +111,47 @@ struct AttentionResult {
 // kernel in the set for the call) before any kernel runs.
 AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& inputs, const AttentionOptions& options,
                               Backend& backend);
+
+// A dense forward call prepared once for its tensors' layouts (DESIGN.md
+// section 16): the Python package keys a call by its tensors' shapes,
+// strides and dtypes and its flags, and a later call with the same key only
+// binds its tensors' data and runs. What depends on the layouts alone is
+// done here, once: the checks, the kernel's selection, the runtime values
+// and the dispatch plan. Only a forward of dense q, k and v that the kernel
+// reads in place, with at most a mask, can be prepared (an additive mask's
+// values are still checked per call, as run_attention checks them).
+struct PreparedForward {
+  const SpecLibrary* set = nullptr;  // the set the call selected from; it must outlive this
+  const KernelEntry* entry = nullptr;
+  const plan::KernelPlan* plan = nullptr;
+  AttentionShape shape;
+  uint64_t q_bytes = 0, k_bytes = 0, v_bytes = 0;  // the spans read from each call's q, k and v
+  std::optional<HostTensor> mask;                  // the mask's layout (its data is each call's)
+  std::array<uint64_t, 4> mask_strides{};
+  DispatchPlan dispatch;
+  std::vector<uint64_t> out_shape;  // (B, Hq, Sq, Dv), C-contiguous in the kernel's dtype
+  uint64_t out_bytes = 0;
+  uint64_t lse_bytes = 0;  // 0: the kernel writes no lse
+};
+
+// The call prepared, or nullopt when it needs per-call work beyond binding
+// its tensors (packed or paged layouts, quantized caches, ALiBi, sinks,
+// score functions, dropout, a backward, or an input the kernel cannot read
+// in place: a converted copy). Throws what run_attention throws for the
+// call, before any kernel runs.
+std::optional<PreparedForward> prepare_forward(const KernelSet& kernels, const AttentionInputs& inputs,
+                                               const AttentionOptions& options, const Backend& backend);
+
+// One call's data for a prepared forward: q, k, v (and the mask) laid out as
+// they were when it was prepared; out and lse at least out_bytes and
+// lse_bytes long (lse may be empty when lse_bytes is 0).
+struct ForwardData {
+  const std::byte *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  std::span<std::byte> out, lse;
+};
+
+// Runs the launches run_attention runs for the call, writing out and lse.
+// Throws CallError when an additive mask holds NaN or +inf (as run_attention).
+RunStats run_prepared_forward(const PreparedForward& call, const ForwardData& data, Backend& backend);
 
 }  // namespace mfagen::session

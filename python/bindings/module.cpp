@@ -5,7 +5,9 @@
 // that own their memory (torch.from_numpy wraps them without a copy).
 // Errors: a call's mistake (CallError, DispatchError, SpecError) is a
 // ValueError naming the argument; a variant MFAGEN_DISABLE_JIT forbids is
-// mfagen.MissingKernelError; the rest are RuntimeErrors.
+// mfagen.MissingKernelError; the rest are RuntimeErrors. sdpa_cached, the
+// fast path of mfagen.torch's calls with a remembered key, takes the torch
+// tensors themselves (sdpa_cache.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "jit_kernels.h"
+#include "sdpa_cache.h"
 #include "mfagen/cpu/backend.h"
 #include "mfagen/forward_dispatch.h"
 #include "session/attention_call.h"
@@ -292,6 +295,55 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
   return r;
 }
 
+// Remembers the key of a call mfagen.torch served on its Python path (the
+// 9 arguments of the call as it was made), with the call prepared from the
+// tensors the kernel read (as described for attention()). `out_template`
+// None, a view or copy between the arguments and the kernel (their data
+// pointers differ), or a call prepare_forward does not take: the key stays
+// the Python path's.
+void sdpa_remember(const py::tuple& call, const std::string& spec_json, const py::tuple& q, const py::tuple& k,
+                   const py::tuple& v, const std::optional<py::tuple>& mask, double scale,
+                   const py::object& out_template, uint64_t out_bytes) {
+  if (call.size() != 9) throw std::invalid_argument("sdpa_remember: the call's 9 arguments");
+  SdpaCache& cache = sdpa_cache();
+  std::array<PyObject*, 9> arguments;
+  for (size_t i = 0; i < arguments.size(); ++i) arguments[i] = call[i].ptr();
+  SdpaKey key;
+  SdpaData data;
+  if (!cache.read_key(arguments.data(), key, data)) {
+    PyErr_Clear();
+    return;
+  }
+  std::shared_ptr<SdpaEntry> entry;
+  try {
+    session::AttentionInputs in;
+    in.q = describe(q, "query");
+    in.k = describe(k, "key");
+    in.v = describe(v, "value");
+    in.mask = describe_optional(mask, "attn_mask");
+    const auto same = [](const session::HostTensor& t, uintptr_t pointer) {
+      return reinterpret_cast<uintptr_t>(t.data) == pointer;
+    };
+    if (!out_template.is_none() && same(in.q, data.q) && same(in.k, data.k) && same(in.v, data.v) &&
+        (!in.mask || same(*in.mask, data.mask))) {
+      session::AttentionOptions options;
+      options.scale = scale;
+      const session::SpecLibrary& set = jit().kernels(spec_json);
+      const session::KernelSet kernels{set, set.library.kernels().front().name, nullptr};
+      std::optional<session::PreparedForward> prepared =
+          session::prepare_forward(kernels, in, options, jit().backend());
+      if (prepared && prepared->out_bytes == out_bytes) {
+        entry = std::make_shared<SdpaEntry>();
+        entry->call = std::move(*prepared);
+        entry->out_template = out_template.inc_ref().ptr();
+      }
+    }
+  } catch (const std::exception&) {
+    entry.reset();  // the call ran on the Python path: it stays there
+  }
+  cache.store(key, std::move(entry));
+}
+
 }  // namespace
 }  // namespace mfagen::python
 
@@ -331,4 +383,24 @@ PYBIND11_MODULE(_mfagen, m) {
   m.def("backend_name", [] { return std::string(python::jit().backend().name()); },
         "The backend calls run on: cpu (the emulator), or record (MFAGEN_BACKEND=record: launches nothing).");
   m.def("jit_disabled", &python::jit_disabled, "Whether MFAGEN_DISABLE_JIT forbids generating kernels.");
+  if (PyModule_AddFunctions(m.ptr(), python::sdpa_module_methods()) != 0) throw py::error_already_set();
+  m.def("sdpa_setup",
+        [](py::handle tensor_type, py::handle strided, py::handle is_grad_enabled, py::handle empty_like) {
+          python::sdpa_cache().setup(tensor_type.ptr(), strided.ptr(), is_grad_enabled.ptr(), empty_like.ptr(),
+                                     python::jit().backend());
+        },
+        py::arg("tensor_type"), py::arg("strided"), py::arg("is_grad_enabled"), py::arg("empty_like"),
+        "Gives sdpa_cached torch.Tensor, torch.strided, torch.is_grad_enabled and torch.empty_like; forgets all keys.");
+  m.def("sdpa_remember", &python::sdpa_remember, py::arg("call"), py::arg("spec"), py::arg("q"), py::arg("k"),
+        py::arg("v"), py::arg("mask"), py::arg("scale"), py::arg("out_template"), py::arg("out_bytes"),
+        "Remembers the key of a call mfagen.torch served on its Python path, with the call prepared.");
+  m.def("sdpa_cached_keys",
+        [] {
+          py::dict d;
+          d["keys"] = python::sdpa_cache().size();
+          d["served"] = python::sdpa_cache().served();
+          return d;
+        },
+        "How many call keys sdpa_cached remembers, and how many of them it serves (the rest: the Python path).");
+  m.def("sdpa_forget", [] { python::sdpa_cache().clear(); }, "Forgets every key sdpa_cached remembers.");
 }

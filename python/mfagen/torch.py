@@ -14,6 +14,14 @@ generator). Gradients flow to query, key and value through mfagen's backward
 kernels; second-order gradients (``create_graph=True``) raise
 NotImplementedError.
 
+A call's key is what decides its checks, kernel and plan: q, k, v and the
+mask's dtypes, shapes and strides, is_causal, scale and enable_gqa. From the
+second call of a key on (not needing autograd or dropout), the call is one C++
+call that allocates the output and runs the prepared kernel call
+(``_mfagen.sdpa_cached``, python/bindings/sdpa_cache.h); what the key cannot
+decide (tensor subclasses, other devices, flags of other types, gradients,
+dropout) takes the Python path, so errors and results are the same.
+
 CPU tensors run on the cpu backend, an emulator of the generated Metal
 kernels: correct, not fast. Bad inputs raise ValueError or TypeError naming
 the argument before any kernel runs; what mfagen does not serve raises
@@ -28,7 +36,8 @@ import math
 
 import torch
 
-from . import _kernels
+from . import _kernels, _mfagen
+from ._mfagen import sdpa_cached as _sdpa_cached
 
 __all__ = ["flex_attention", "patch_sdpa", "patched_sdpa", "scaled_dot_product_attention", "unpatch_sdpa"]
 
@@ -151,6 +160,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """PyTorch's ``torch.nn.functional.scaled_dot_product_attention`` on mfagen
     kernels (see the module's documentation). ``dropout_seed``, an mfagen
     extension, fixes the Philox seed of the dropout mask."""
+    # A call whose key (tensors' dtypes, shapes and strides, flags) was seen and served before runs in one C++
+    # call; the rest (None, or False: remember the key afterwards) take the Python path below.
+    out = _sdpa_cached(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, dropout_seed)
+    if out is None or out is False:
+        out = _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, dropout_seed,
+                         out is False)
+    return out
+
+
+def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, dropout_seed, remember):
+    """scaled_dot_product_attention's Python path: every check and error, then the call; with `remember`, the
+    call's key and its prepared kernel call are kept for _sdpa_cached (python/bindings/sdpa_cache.h)."""
+    call = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, dropout_seed)
     _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if query.dim() == 2:  # (L, E): one head
         out = scaled_dot_product_attention(query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0), attn_mask,
@@ -189,11 +211,28 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0:
         seed = dropout_seed if dropout_seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         options.update(dropout=float(dropout_p), seed=int(seed) & (2**64 - 1))
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+    differentiable = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    if differentiable:
         out = _Attention.apply(q, k, v, mask, variant, options)
-    else:  # nothing to differentiate: no autograd node (its cost is a quarter of a cached call's path)
+    else:  # nothing to differentiate: no autograd node
         out = _forward(q, k, v, mask, variant, options)[0]
-    return out if len(out_shape) == 4 else out.reshape(out_shape)
+    if len(out_shape) != 4:
+        out = out.reshape(out_shape)
+    if remember and not differentiable and dropout_p == 0:
+        _remember(call, variant, q, k, v, mask, softmax_scale, out)
+    return out
+
+
+def _remember(call, variant, q, k, v, mask, softmax_scale, out):
+    """Keeps `call`'s key for _sdpa_cached: later calls with it allocate their output as torch.empty_like of a
+    zero-stride template of out's shape (kept only when that gives out's strides) and run the kernel that read
+    q, k, v and mask, which must be the call's own tensors' data (else the key stays on the Python path)."""
+    template = out.new_empty(()).expand(out.shape)
+    if torch.empty_like(template).stride() != out.stride():
+        template = None
+    _mfagen.sdpa_remember(call, _kernels.spec_text(kind="forward", **variant), _kernels.describe(q),
+                          _kernels.describe(k), _kernels.describe(v), None if mask is None else _kernels.describe(mask),
+                          softmax_scale, template, out.numel() * out.element_size())
 
 
 _SIZE_NAMES = ("B", "Hq", "Hkv", "Sq", "Sk")
@@ -293,6 +332,8 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=No
     q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
     return _FlexAttention.apply(q, k, v, variant, options, names, *tensors)
 
+
+_mfagen.sdpa_setup(torch.Tensor, torch.strided, torch.is_grad_enabled, torch.empty_like)
 
 # Last: mfagen.sdpa_patch imports this module (its router calls scaled_dot_product_attention above).
 from .sdpa_patch import patch_sdpa, patched_sdpa, unpatch_sdpa  # noqa: E402
