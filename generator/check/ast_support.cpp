@@ -72,6 +72,13 @@ AddressSpace metal_space(clang::LangAS space) {
   }
 }
 
+bool in_named_space(clang::LangAS space) {
+  return space == clang::LangAS::opencl_global || space == clang::LangAS::opencl_local ||
+         space == clang::LangAS::opencl_constant;
+}
+
+std::string space_name(clang::LangAS space) { return std::string(to_string(metal_space(space))); }
+
 std::string metal_type_name(clang::QualType type, const clang::ASTContext& context) {
   clang::QualType canonical = context.removeAddrSpaceQualType(type.getCanonicalType()).getUnqualifiedType();
   if (const auto* vector = canonical->getAs<clang::ExtVectorType>())

@@ -30,6 +30,9 @@ std::optional<uint32_t> attribute_index(const MslAttribute& attribute);
 bool is_kernel(const clang::FunctionDecl& function);
 
 AddressSpace metal_space(clang::LangAS space);
+// Whether `space` is one Metal names (device, threadgroup, constant), and its Metal name.
+bool in_named_space(clang::LangAS space);
+std::string space_name(clang::LangAS space);
 
 // A type without qualifiers and address space, in Metal spelling ("uint", "half", "AttentionParams").
 std::string metal_type_name(clang::QualType type, const clang::ASTContext& context);

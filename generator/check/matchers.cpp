@@ -37,12 +37,8 @@ class Rule : public MatchFinder::MatchCallback {
 bool in_private_or_generic(LangAS space) {
   return space == LangAS::opencl_private || space == LangAS::opencl_generic || space == LangAS::Default;
 }
-bool in_named_space(LangAS space) {
-  return space == LangAS::opencl_global || space == LangAS::opencl_local || space == LangAS::opencl_constant;
-}
 bool is_generic(LangAS space) { return space == LangAS::opencl_generic || space == LangAS::Default; }
 
-std::string space_name(LangAS space) { return std::string(to_string(metal_space(space))); }
 
 // goto
 class GotoRule : public Rule {

@@ -59,11 +59,7 @@ bool holds_cooperative_tensor(clang::QualType type, int depth = 0) {
   return false;
 }
 
-bool in_named_space(LangAS space) {
-  return space == LangAS::opencl_global || space == LangAS::opencl_local || space == LangAS::opencl_constant;
-}
 
-std::string space_name(LangAS space) { return std::string(to_string(metal_space(space))); }
 
 // What one function of the checked file does with tensor operations.
 struct FunctionFacts {
