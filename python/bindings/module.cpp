@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "call_errors.h"
 #include "jit_kernels.h"
 #include "sdpa_cache.h"
 #include "mfagen/cpu/backend.h"
@@ -357,12 +358,8 @@ PYBIND11_MODULE(_mfagen, m) {
       if (p) std::rethrow_exception(p);
     } catch (const python::MissingKernelError& e) {
       missing(e.what());
-    } catch (const session::CallError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const DispatchError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const spec::SpecError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (...) {
+      if (!python::set_call_error(std::current_exception())) throw;  // pybind11's own translation
     }
   });
   m.def("attention", &python::attention, py::arg("spec"), py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),

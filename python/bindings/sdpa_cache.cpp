@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "call_errors.h"
 #include "mfagen/forward_dispatch.h"
 #include "session/call_error.h"
 #include "spec/kernel_spec.h"
@@ -128,13 +129,12 @@ class GilReleased {
 // The errors of a call as the rest of the module raises them (module.cpp's translator).
 PyObject* sdpa_cached_function(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   try {
-    return sdpa_cache().call(args, nargs);
-  } catch (const session::CallError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const DispatchError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const spec::SpecError& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
+    try {
+      return sdpa_cache().call(args, nargs);
+    } catch (...) {
+      if (set_call_error(std::current_exception())) return nullptr;
+      throw;
+    }
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
   } catch (const std::exception& e) {
