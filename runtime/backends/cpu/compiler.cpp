@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -58,11 +57,6 @@ std::string read_file(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-fs::path unique_temp(const fs::path& dir, std::string_view stem, std::string_view extension) {
-  static std::atomic<uint64_t> counter{0};
-  return dir / fmt::format("{}.{}.{}{}", stem, getpid(), counter++, extension);
 }
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
@@ -208,10 +202,11 @@ std::shared_ptr<const Module> compile(std::string_view source, std::string_view 
     }
     fs::remove(copy);
     replace_all(preprocessed, "\"" + copy.string() + "\"", fmt::format("\"{}\"", source_name));
-    store_preprocessed(pre_entry, preprocessed, source_name);
   }
 
   LoweredSource lowered = lower_msl(preprocessed, options.constants);
+  // Stored once the lowering has read the files its line markers name.
+  if (!preprocess_hit) store_preprocessed(pre_entry, preprocessed, lowered.files, source_name);
   // Unrolling hints only cost compile time here (unroll_hints.h); a profile
   // counts the unrolled loops the GPU runs, so it keeps them.
   if (!options.profile) drop_unroll_hints(lowered.text);

@@ -83,6 +83,7 @@ class Lowering {
     for (const Kernel& k : kernels_) out.text += k.thunk;
     for (const Kernel& k : kernels_) out.kernels.push_back(k.signature);
     out.function_constants = function_constants_;
+    out.files = view_.files();
     for (const auto& [index, value] : constants_) {
       bool used = std::any_of(function_constants_.begin(), function_constants_.end(),
                               [&](const FunctionConstant& c) { return c.index == index; });

@@ -32,6 +32,9 @@ struct LoweredSource {
   std::string text;
   std::vector<KernelSignature> kernels;
   std::vector<FunctionConstant> function_constants;
+  // The files clang's line markers say the preprocessed text came from
+  // ("<input>" first, then pseudo-files and real ones, in order of appearance).
+  std::vector<std::string> files;
 };
 
 // Throws CompileError ("file:line: error: ...") for MSL the cpu backend cannot

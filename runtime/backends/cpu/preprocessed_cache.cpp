@@ -1,10 +1,6 @@
 #include "preprocessed_cache.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -25,27 +21,6 @@ std::optional<std::string> read_whole_file(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// The files named by the line markers of clang -E output (`# 12 "path" 2`),
-// pseudo-files (<built-in>, <command line>) and the source itself left out.
-std::set<std::string> files_read(std::string_view text, std::string_view source_name) {
-  std::set<std::string> files;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(at, end - at);
-    at = end + 1;
-    if (!line.starts_with("# ")) continue;
-    size_t open = line.find('"');
-    size_t close = line.rfind('"');
-    if (open == std::string_view::npos || close <= open) continue;
-    std::string_view name = line.substr(open + 1, close - open - 1);
-    if (name.empty() || name.front() == '<' || name == source_name) continue;
-    files.emplace(name);
-  }
-  return files;
 }
 
 }  // namespace
@@ -79,10 +54,12 @@ std::optional<std::string> load_preprocessed(const fs::path& entry) {
   return std::string(rest);
 }
 
-void store_preprocessed(const fs::path& entry, std::string_view text, std::string_view source_name) {
+void store_preprocessed(const fs::path& entry, std::string_view text, const std::vector<std::string>& files_read,
+                        std::string_view source_name) {
   std::string stored = fmt::format("{}\n", kMagic);
   std::vector<std::string> dependencies;
-  for (const std::string& file : files_read(text, source_name)) {
+  for (const std::string& file : files_read) {
+    if (file.empty() || file.front() == '<' || file == source_name) continue;
     std::optional<std::string> content = read_whole_file(file);
     if (!content) return;  // a file that vanished meanwhile: nothing to validate a hit against
     dependencies.push_back(fmt::format("{} {}", content_hash(*content), file));
@@ -90,8 +67,7 @@ void store_preprocessed(const fs::path& entry, std::string_view text, std::strin
   stored += fmt::format("{}\n", dependencies.size());
   for (const std::string& line : dependencies) stored += line + '\n';
   stored += text;
-  static std::atomic<uint64_t> counter{0};
-  const fs::path temp = fs::path(entry).concat(fmt::format(".{}.{}.tmp", getpid(), counter++));
+  const fs::path temp = unique_temp(entry.parent_path(), entry.stem().string(), ".tmp");
   {
     std::ofstream out(temp, std::ios::binary);
     out << stored;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mfagen::cpu {
 
@@ -18,10 +19,12 @@ namespace mfagen::cpu {
 // every file it depends on still has the content it had when stored.
 std::optional<std::string> load_preprocessed(const std::filesystem::path& entry);
 
-// Stores `text` (clang -E output whose line markers name the files read;
-// `source_name` is the source itself, whose text is part of the entry's key
-// and is not listed) atomically at `entry`. Best effort: a cache that cannot
-// be written only costs the next compile its preprocessing.
-void store_preprocessed(const std::filesystem::path& entry, std::string_view text, std::string_view source_name);
+// Stores `text` atomically at `entry`, with the content digests of
+// `files_read`: the files its line markers name (LoweredSource::files).
+// Pseudo-files ("<built-in>") and `source_name`, the source itself, whose
+// text is part of the entry's key, are not listed. Best effort: a cache that
+// cannot be written only costs the next compile its preprocessing.
+void store_preprocessed(const std::filesystem::path& entry, std::string_view text,
+                        const std::vector<std::string>& files_read, std::string_view source_name);
 
 }  // namespace mfagen::cpu

@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +50,12 @@ std::string located(const char* env, const char* build_tree_path, const std::fil
 
 std::string content_hash(std::string_view data) {
   return fmt::format("{:016x}{:016x}", fnv1a(data, 0xcbf29ce484222325ULL), fnv1a(data, 0x84222325cbf29ce4ULL));
+}
+
+std::filesystem::path unique_temp(const std::filesystem::path& dir, std::string_view stem,
+                                  std::string_view extension) {
+  static std::atomic<uint64_t> counter{0};
+  return dir / fmt::format("{}.{}.{}{}", stem, getpid(), counter++, extension);
 }
 
 const Toolchain& toolchain() {

@@ -22,4 +22,9 @@ std::filesystem::path resolve_cache_dir(const std::filesystem::path& requested);
 // A stable 128-bit FNV-1a digest as 32 hex digits (cache keys, not security).
 std::string content_hash(std::string_view data);
 
+// A name in `dir` no other thread or process uses (stem.PID.N.extension):
+// cache files are written there, then renamed into place atomically.
+std::filesystem::path unique_temp(const std::filesystem::path& dir, std::string_view stem,
+                                  std::string_view extension);
+
 }  // namespace mfagen::cpu

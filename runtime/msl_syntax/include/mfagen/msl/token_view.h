@@ -41,6 +41,8 @@ class TokenView {
   bool in_attribute(size_t k) const { return k < count() && in_attribute_[k]; }
   // Where token k comes from (clang's line markers; "<input>" without them).
   std::string_view file(size_t k) const { return files_[at(k).file]; }
+  // Every file the line markers name, "<input>" first.
+  const std::vector<std::string>& files() const { return files_; }
   int line(size_t k) const { return at(k).line; }
   size_t offset(size_t k) const { return at(k).offset; }
   // The original text from token begin to the end of token end - 1, with
