@@ -239,6 +239,34 @@ TEST(ProfileCounts, TensorOpsRunsCountAsTheirMmasWithCooperativeOrTensorOperands
   }
 }
 
+// relaxed_precision lets the implementation "sacrifice accuracy for
+// performance" (MPPTensorOpsMatMul2d.h): a float32 operand then counts as a
+// 16-bit block, which the cost model runs on the Neural Accelerators. The
+// values stay the float32 products with or without the flag.
+TEST(ProfileCounts, RelaxedPrecisionFloatOperandsCountAsSixteenBitBlocks) {
+  auto module = compile_profiled("profile_tensor_ops.metal");
+  std::vector<float> a(16 * 16);
+  std::vector<_Float16> b(32 * 16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 11) - 5) * 0.1f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = _Float16(float(int(i % 5) - 2) * 0.5f);
+  uint32_t rounds = 2;
+  for (bool relaxed : {false, true}) {
+    SCOPED_TRACE(relaxed ? "relaxed" : "strict");
+    std::vector<float> c(16 * 32, -1.0f);
+    auto r = run_profiled(*module, relaxed ? "float_left_relaxed" : "float_left_strict", {1, 1, 1}, {32, 1, 1},
+                          {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
+    ASSERT_TRUE(IsClean(r));
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 32; ++j) {
+        double expected = 0;
+        for (int k = 0; k < 16; ++k) expected += double(a[i * 16 + k]) * double(b[j * 16 + k]);
+        ASSERT_NEAR(c[i * 32 + j], rounds * expected, 1e-5) << i << "," << j;
+      }
+    EXPECT_EQ(count(r, Op::tensor_mma_f16), relaxed ? 16 * rounds : 0);
+    EXPECT_EQ(count(r, Op::tensor_mma_f32), relaxed ? 0 : 16 * rounds);
+  }
+}
+
 TEST(ProfileCounts, SampledLaunchesExtrapolateWithinOnePercentOfAFullRun) {
   auto module = compile_profiled("profile_counts.metal");
   const Dim3 grid{64, 3, 1};

@@ -42,3 +42,32 @@ kernel void tensor_operands(device const half* a [[buffer(0)]], device const hal
   for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
   out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
 }
+
+// A float32 left operand (MLX's P in P V) times half, with relaxed_precision
+// off and on: the product is float32 either way; the profile counts the
+// relaxed one as 16-bit blocks (docs/cost_model.md, matmul2d).
+template <bool kRelaxed>
+void float_left(device const float* a, device const half* b, device float* c, uint rounds) {
+  constexpr auto desc =
+      matmul2d_descriptor(16, 32, 16, false, true, kRelaxed, matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<desc, execution_simdgroup> op;
+  auto left = op.template get_left_input_cooperative_tensor<float, half, float>();
+  auto right = op.template get_right_input_cooperative_tensor<float, half, float>();
+  auto out = op.template get_destination_cooperative_tensor<decltype(left), decltype(right), float>();
+  left.load(tensor<device float, dextents<int32_t, 2>, tensor_inline>((device float*)a, dextents<int32_t, 2>(16, 16)));
+  right.load(tensor<device half, dextents<int32_t, 2>, tensor_inline>((device half*)b, dextents<int32_t, 2>(16, 32)));
+  for (ushort i = 0; i < out.get_capacity(); ++i)
+    if (out.is_valid_element(i)) out[i] = 0.0f;
+  for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
+  out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
+}
+
+kernel void float_left_strict(device const float* a [[buffer(0)]], device const half* b [[buffer(1)]],
+                              device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]]) {
+  float_left<false>(a, b, c, rounds);
+}
+
+kernel void float_left_relaxed(device const float* a [[buffer(0)]], device const half* b [[buffer(1)]],
+                               device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]]) {
+  float_left<true>(a, b, c, rounds);
+}

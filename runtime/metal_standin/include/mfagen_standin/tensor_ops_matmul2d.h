@@ -19,7 +19,9 @@
 //   extents read as zero and are not written; k defaults to the left
 //   operand's extent. Products are summed in float32 (int32 for integer
 //   operands) in k order with one rounding to the destination type per run;
-//   relaxed_precision changes nothing here.
+//   relaxed_precision changes no value here (float32 is an accuracy the
+//   flag allows); the profile counts such a run's float32 operands as
+//   16-bit ones (below).
 // * mode::multiply into a cooperative destination adds to what it holds, as
 //   observed on hardware (DESIGN.md section 15): zero it first. Reading a
 //   destination slot never written is a finding in either mode.
@@ -277,13 +279,21 @@ class matmul2d {
   static constexpr bool __accumulate = __mf_desc::accumulate(Descriptor);
   static constexpr bool __single_simdgroup = __is_same(Scope, metal::execution_simdgroup);
   // The profile's op for a run (by operand types) and the 8x8 blocks of its
-  // m x n; each simdgroup of the scope counts its share.
+  // m x n; each simdgroup of the scope counts its share. A float32 operand
+  // counts as a 16-bit one when the descriptor sets relaxed_precision, which
+  // the SDK header documents as allowing "the implementation to sacrifice
+  // accuracy for performance" (MPPTensorOpsMatMul2d.h): the cost model's
+  // assumption is that such a block runs as 16-bit operands, on the Neural
+  // Accelerators where a chip has them (docs/cost_model.md). The values
+  // computed here stay float32 products either way.
+  static constexpr bool __relaxed_precision = __mf_desc::relaxed(Descriptor);
   template <class LT, class RT>
   static constexpr bool __mf_integer_operands = __mf_is_int8<LT> && __mf_is_int8<RT>;
   template <class LT, class RT>
-  static constexpr uint __mf_profile_op = __mf_integer_operands<LT, RT> ? __mf_op_tensor_mma_i8
-                                          : (__is_same(LT, float) || __is_same(RT, float)) ? __mf_op_tensor_mma_f32
-                                                                                          : __mf_op_tensor_mma_f16;
+  static constexpr uint __mf_profile_op =
+      __mf_integer_operands<LT, RT>                                                   ? __mf_op_tensor_mma_i8
+      : (__is_same(LT, float) || __is_same(RT, float)) && !__relaxed_precision ? __mf_op_tensor_mma_f32
+                                                                                      : __mf_op_tensor_mma_f16;
   static constexpr uint __mf_share = __simdgroups > 1 ? __simdgroups : 1;
   static constexpr uint __mf_mn_blocks = uint((__m + 7) / 8) * uint((__n + 7) / 8);
   // Cooperative inputs hold the operand as stored: a transposed left input
