@@ -2,6 +2,7 @@
 // counts are known exactly, per simdgroup issue; divergence paid for by the
 // whole simdgroup; the stand-in's built-ins counted as the one GPU op they
 // are; sampling extrapolated against full runs.
+#include <bit>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -265,6 +266,32 @@ TEST(ProfileCounts, RelaxedPrecisionFloatOperandsCountAsSixteenBitBlocks) {
     EXPECT_EQ(count(r, Op::tensor_mma_f16), relaxed ? 16 * rounds : 0);
     EXPECT_EQ(count(r, Op::tensor_mma_f32), relaxed ? 0 : 16 * rounds);
   }
+}
+
+// A marked built-in nested in another one's body is part of the outer
+// operation: matmul2d's emulated products widen every bfloat element, and
+// those widenings once counted as the kernel's (3 million per threadgroup of
+// MLX's NAX attention in bfloat, 24 per 8x8x8 block).
+TEST(ProfileCounts, BuiltinsInsideAMatmul2dRunAreNotCounted) {
+  auto module = compile_profiled("profile_tensor_ops.metal");
+  auto to_bf16 = [](float f) { return uint16_t(std::bit_cast<uint32_t>(f) >> 16); };  // exact for these values
+  std::vector<uint16_t> a(16 * 16), b(32 * 16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = to_bf16(float(int(i % 7) - 3) * 0.25f);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = to_bf16(float(int(i % 5) - 2) * 0.5f);
+  auto from_bf16 = [](uint16_t v) { return double(std::bit_cast<float>(uint32_t(v) << 16)); };
+  uint32_t rounds = 3;
+  std::vector<float> c(16 * 32, -1.0f);
+  auto r = run_profiled(*module, "bfloat_operands", {1, 1, 1}, {32, 1, 1},
+                        {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
+  ASSERT_TRUE(IsClean(r));
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 32; ++j) {
+      double expected = 0;
+      for (int k = 0; k < 16; ++k) expected += from_bf16(a[i * 16 + k]) * from_bf16(b[j * 16 + k]);
+      ASSERT_EQ(c[i * 32 + j], float(rounds * expected)) << i << "," << j;
+    }
+  EXPECT_EQ(count(r, Op::tensor_mma_f16), 16 * rounds);
+  EXPECT_EQ(count(r, Op::widen_bf16), 0) << "the emulated product's widenings are not the kernel's";
 }
 
 TEST(ProfileCounts, SampledLaunchesExtrapolateWithinOnePercentOfAFullRun) {

@@ -71,3 +71,20 @@ kernel void float_left_relaxed(device const float* a [[buffer(0)]], device const
                                device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]]) {
   float_left<true>(a, b, c, rounds);
 }
+
+// bfloat operands: the stand-in's product widens each element (a marked
+// bfloat widening); inside the run that is the emulation's, not the kernel's.
+kernel void bfloat_operands(device const bfloat* a [[buffer(0)]], device const bfloat* b [[buffer(1)]],
+                            device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]]) {
+  matmul2d<kDesc, execution_simdgroup> op;
+  auto left = op.get_left_input_cooperative_tensor<bfloat, bfloat, float>();
+  auto right = op.get_right_input_cooperative_tensor<bfloat, bfloat, float>();
+  auto out = op.get_destination_cooperative_tensor<decltype(left), decltype(right), float>();
+  typedef tensor<device bfloat, dextents<int32_t, 2>, tensor_inline> Input;
+  left.load(Input((device bfloat*)a, dextents<int32_t, 2>(16, 16)));
+  right.load(Input((device bfloat*)b, dextents<int32_t, 2>(16, 32)));
+  for (ushort i = 0; i < out.get_capacity(); ++i)
+    if (out.is_valid_element(i)) out[i] = 0.0f;
+  for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
+  out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
+}

@@ -153,9 +153,25 @@ class BlockCounter {
 
   // True if I was inlined from the body of a marked built-in.
   bool insideMarkedBuiltin(const Instruction& I) const {
-    for (const DILocation* L = I.getDebugLoc().get(); L; L = L->getInlinedAt())
+    return insideMarkedFrame(I.getDebugLoc().get());
+  }
+  bool insideMarkedFrame(const DILocation* From) const {
+    for (const DILocation* L = From; L; L = L->getInlinedAt())
       if (MarkedInstances.count({L->getScope()->getSubprogram(), L->getInlinedAt()})) return true;
     return false;
+  }
+
+  // A marker counts unless it sits inside another marked built-in: the
+  // outer built-in is the GPU's one operation, and what its emulation here
+  // calls (matmul2d's float products widening bfloat elements, each a
+  // marked widening) is not the kernel's. Only frames outside the marker's
+  // own are checked; in a marked built-in kept out of line, only the
+  // function's own markers count.
+  bool markerCounts(const Instruction& Marker, bool WholeBuiltin) const {
+    const DILocation* L = Marker.getDebugLoc().get();
+    if (!L) return true;
+    if (WholeBuiltin) return L->getInlinedAt() == nullptr;
+    return !insideMarkedFrame(L->getInlinedAt());
   }
 
   void countFunction(Function& F) {
@@ -173,6 +189,7 @@ class BlockCounter {
       Pending.clear();
       for (Instruction& I : BB) {
         if (auto Payload = markerPayload(I)) {
+          if (!markerCounts(I, WholeBuiltin)) continue;
           uint32_t Op = *Payload & ((1u << mfagen::cpu::profile::kMarkerOpBits) - 1);
           if (Op < mfagen::cpu::profile::kOpCount) Ops[Op] += *Payload >> mfagen::cpu::profile::kMarkerOpBits;
           continue;
