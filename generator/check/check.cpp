@@ -135,6 +135,11 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     llvm::SmallString<256> text;
     info.FormatDiagnostic(text);
     if (level == clang::DiagnosticsEngine::Note) {
+      if (last_error_ && is_braced_list_for_a_vector(info) && !info.getRanges().empty() &&
+          locator_.in_main(info.getSourceManager(), info.getRanges()[0].getBegin())) {
+        const clang::SourceManager& sm = info.getSourceManager();
+        braced_vector_lists_.push_back(sm.getFileOffset(sm.getExpansionLoc(info.getRanges()[0].getBegin())));
+      }
       // The why of the last error ("candidate function not viable: cannot
       // pass pointer to address space 'threadgroup' ..."), when it is in the
       // checked file.
@@ -170,12 +175,32 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
   }
 
   bool setup_failed() const { return setup_failed_; }
+  // Lowered offsets of the braced lists clang could not pass for a vector parameter.
+  const std::vector<size_t>& braced_vector_lists() const { return braced_vector_lists_; }
 
  private:
+  // `f({a, b, c})` with a vector parameter (MLX's copy and binary kernels):
+  // Metal list-initializes the parameter; clang-16 finds no viable candidate
+  // and says, in a note, that it cannot convert the initializer list to the
+  // vector. check_msl repairs these lists as the cpu backend does
+  // (runtime/backends/cpu/diagnostic_repair.h).
+  static bool is_braced_list_for_a_vector(const clang::Diagnostic& info) {
+    if (info.getID() != clang::diag::note_ovl_candidate_bad_list_argument || info.getNumArgs() <= 7) return false;
+    // %select{cannot convert initializer list|too few ...|too many ...}7
+    const auto kind = info.getArgKind(7);
+    if ((kind != clang::DiagnosticsEngine::ak_sint && kind != clang::DiagnosticsEngine::ak_uint) ||
+        info.getRawArg(7) != 0)
+      return false;
+    if (info.getArgKind(4) != clang::DiagnosticsEngine::ak_qualtype) return false;
+    clang::QualType type = clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(4)));
+    return type->isExtVectorType();
+  }
+
   const Locator& locator_;
   std::vector<Diagnostic>& out_;
   std::optional<size_t> last_error_;
   int notes_ = 0;
+  std::vector<size_t> braced_vector_lists_;
   bool setup_failed_ = false;
 };
 
@@ -264,6 +289,7 @@ struct ClangParse {
   std::vector<Diagnostic> clang_errors;
   ParseOutput output;
   bool ran = false;           // clang parsed without errors
+  std::vector<size_t> braced_vector_lists;  // CollectingDiagnostics::braced_vector_lists
   bool setup_failed = false;  // clang could not set the parse up (e.g. it refused the PCH)
 };
 
@@ -301,7 +327,42 @@ ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, cons
   clang::tooling::ToolInvocation invocation(args, std::make_unique<CheckAction>(locator, parse.output), files.get());
   invocation.setDiagnosticConsumer(&consumer);
   parse.ran = invocation.run();
+  parse.braced_vector_lists = consumer.braced_vector_lists();
   parse.setup_failed = consumer.setup_failed() || (!parse.ran && parse.clang_errors.empty());
+  return parse;
+}
+
+// `name{...}` in place of each braced list at these lowered offsets.
+LoweredMsl with_inserted_names(const LoweredMsl& lowered, std::vector<size_t> offsets, std::string_view name) {
+  LoweredMsl out = lowered;
+  std::sort(offsets.begin(), offsets.end(), std::greater<>());
+  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  for (size_t at : offsets) {
+    if (at >= out.text.size() || out.text[at] != '{') continue;
+    out.text.insert(at, name);
+    out.origin.insert(out.origin.begin() + static_cast<std::ptrdiff_t>(at), name.size(), out.origin[at]);
+  }
+  return out;
+}
+
+// A braced list passed for a vector parameter is valid Metal that clang-16
+// rejects; the cpu backend names it `__mf_braced_vector{...}` and compiles
+// again (runtime/backends/cpu/diagnostic_repair.h). The checker does the
+// same, round after round as a repair can expose an enclosing call, and
+// reports the repaired parse when no error is left in it, else the original
+// (which is what the cpu backend reports too).
+ClangParse with_braced_vector_lists_repaired(ClangParse parse, std::string_view source, const LoweredMsl& lowered,
+                                             const std::string& file, const std::string& main_path,
+                                             const std::filesystem::path& standin, const PrecompiledStandin* pch) {
+  LoweredMsl repaired = lowered;
+  std::vector<size_t> lists = parse.braced_vector_lists;
+  for (int round = 0; round < 4 && !lists.empty(); ++round) {
+    repaired = with_inserted_names(repaired, lists, "__mf_braced_vector");
+    const Locator locator(source, repaired, file);
+    ClangParse retry = parse_lowered(repaired, locator, main_path, standin, pch);
+    if (retry.ran && retry.clang_errors.empty()) return retry;
+    lists = retry.braced_vector_lists;
+  }
   return parse;
 }
 
@@ -366,6 +427,8 @@ CheckResult check_msl(std::string_view source, std::string_view file_name, const
     pch.reset();
     parse = parse_lowered(lowered, locator, main_path, standin, nullptr);
   }
+  parse = with_braced_vector_lists_repaired(std::move(parse), source, lowered, result.file, main_path, standin,
+                                            pch.get());
   if (!parse.ran && parse.clang_errors.empty())
     throw CheckerError(fmt::format("mfagen check: clang could not run on '{}'", result.file));
   result.used_precompiled_standin = pch != nullptr;

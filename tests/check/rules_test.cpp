@@ -329,6 +329,24 @@ TEST(CheckRules, AttributeListWithoutASpaceBeforeIt) {
       "  out[tgpig.x * 32 + tiisg] = 1.0f;\n}\n");
 }
 
+// MLX's rope and binary kernels: array kernel parameters (pointers to their
+// first element) and braced lists for vector parameters, which Metal
+// list-initializes and the cpu backend runs; a list with more elements than
+// the vector is what Metal rejects, an error here as in the cpu backend.
+TEST(CheckRules, ArrayParametersAndBracedListsForVectorsAreValidMetal) {
+  expect_clean(
+      "template <typename I>\nI at(uint3 e, constant const int64_t* s) { return I(e.x * s[0] + e.y + e.z); }\n"
+      "float scaled(float2 xy) { return xy.x * 10.0f + xy.y; }\n"
+      "kernel void k(device float* out [[buffer(0)]], constant const int64_t strides[2] [[buffer(1)]],\n"
+      "              uint2 pos [[thread_position_in_grid]]) {\n"
+      "  out[at<int>({2 * pos.x, pos.y, 0u}, strides)] = scaled({1.0f, float(pos.y)});\n}\n");
+  expect_rule(
+      "float scaled(float2 xy) { return xy.x * 10.0f + xy.y; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = scaled({1.0f, 2.0f, 3.0f});  // HERE\n}\n",
+      rules::kCompileError);
+}
+
 // A long double literal is what Metal rejects (no long double).
 TEST(CheckRules, LongDoubleLiteral) {
   expect_rule(

@@ -62,5 +62,22 @@ TEST(PeerConstructs, ConditionalBetweenALocalAndAPrvalueOfAManyWayClass) {
   EXPECT_EQ(out, (std::vector<float>{1, 2, 0, 0, 0, 0, 3, 4}));
 }
 
+TEST(PeerConstructs, ArrayParametersAndBracedVectorArguments) {
+  auto module = compile_constructs();
+  // 3 columns x 2 rows of output from an 8-wide input read at even columns.
+  std::vector<float> in(20), out(6, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+  std::vector<int32_t> offset = {1};
+  std::vector<int64_t> strides = {8, 1}, out_strides = {3, 1};
+  std::vector<float> pair = {0.0f, 2.0f, 5.0f, 0.0f};
+  auto result = run(*module, "array_parameters_float", {3, 2, 1}, {1, 1, 1},
+                    {bind(0, in), bind(1, out), bind(2, offset), bind(3, strides), bind(4, out_strides),
+                     bind(5, pair)});
+  EXPECT_TRUE(IsClean(result));
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 3; ++x)
+      EXPECT_EQ(out[y * 3 + x], in[1 + 2 * x + 8 * y] * 3.0f + 25.0f) << "x " << x << " y " << y;
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

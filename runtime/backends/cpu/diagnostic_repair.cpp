@@ -25,9 +25,10 @@ struct Wrap {
   Position begin;
   Position end;  // one past the expression's last character
   std::string prefix;
+  std::string suffix = ")";
   bool operator<(const Wrap& o) const {
-    return std::tie(begin.line, begin.column, end.line, end.column, prefix) <
-           std::tie(o.begin.line, o.begin.column, o.end.line, o.end.column, o.prefix);
+    return std::tie(begin.line, begin.column, end.line, end.column, prefix, suffix) <
+           std::tie(o.begin.line, o.begin.column, o.end.line, o.end.column, o.prefix, o.suffix);
   }
 };
 
@@ -108,19 +109,49 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
       R"(^scalar operand type has greater rank than the type of the vector element\. )"
       R"(\('([^']*)'(?: \(vector of \d+ '[^']*' values\))? and '([^']*)'(?: \(vector of \d+ '[^']*' values\))?\)$)");
   static const std::regex range(R"(\{(\d+):(\d+)-(\d+):(\d+)\})");
+  // A call no candidate accepts, with a note per candidate; the notes of the
+  // braced lists clang cannot convert to a vector parameter carry the list's range.
+  static const std::regex no_match(R"(^no matching (?:function|member function|constructor) for .*$)");
+  static const std::regex note_line(R"(^(.*):\d+:\d+:((?:\{\d+:\d+-\d+:\d+\})*): note: (.*)$)");
+  static const std::regex list_to_vector(
+      R"(^candidate .*not viable: cannot convert initializer list argument to '[^']*')"
+      R"((?: \(vector of \d+ '[^']*' values\)| \(aka '[^']*__attribute__\(\(ext_vector_type\(\d+\)\)\)'\))$)");
+  auto ranges_of = [](const std::string& ranges) {
+    std::vector<Wrap> out;
+    for (std::sregex_iterator r(ranges.begin(), ranges.end(), range), end; r != end; ++r)
+      out.push_back(Wrap{{std::stoi((*r)[1]), std::stoi((*r)[2])}, {std::stoi((*r)[3]), std::stoi((*r)[4])}, ""});
+    return out;
+  };
   std::set<Wrap> wraps;
-  std::istringstream lines(diagnostics);
-  std::string line;
+  std::vector<std::string> lines;
+  {
+    std::istringstream stream(diagnostics);
+    for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  }
   bool any_error = false;
-  while (std::getline(lines, line)) {
+  for (size_t l = 0; l < lines.size(); ++l) {
+    const std::string& line = lines[l];
     std::smatch m, types;
     if (!std::regex_match(line, m, error_line)) continue;
     any_error = true;
     if (m[1] != file) return std::nullopt;
     const std::string message = m[3], ranges = m[2];
-    std::vector<Wrap> operands;
-    for (std::sregex_iterator r(ranges.begin(), ranges.end(), range), end; r != end; ++r)
-      operands.push_back(Wrap{{std::stoi((*r)[1]), std::stoi((*r)[2])}, {std::stoi((*r)[3]), std::stoi((*r)[4])}, ""});
+    if (std::regex_match(message, no_match)) {
+      bool repaired = false;
+      for (size_t n = l + 1; n < lines.size() && !std::regex_match(lines[n], m, error_line); ++n) {
+        if (!std::regex_match(lines[n], m, note_line) || m[1] != file) continue;
+        const std::string note = m[3];
+        std::vector<Wrap> list = ranges_of(m[2]);
+        if (list.size() != 1 || !std::regex_match(note, list_to_vector)) continue;
+        list[0].prefix = "__mf_braced_vector";
+        list[0].suffix = "";
+        wraps.insert(list[0]);
+        repaired = true;
+      }
+      if (!repaired) return std::nullopt;
+      continue;
+    }
+    std::vector<Wrap> operands = ranges_of(ranges);
     if (operands.size() != 2) return std::nullopt;
     const bool is_incompatible = std::regex_match(message, types, incompatible);
     if (is_incompatible || std::regex_match(message, types, ambiguous)) {
@@ -169,7 +200,7 @@ std::optional<std::string> apply_wraps(const std::string& text, const std::set<W
     std::optional<size_t> begin = offset(wrap.begin), end = offset(wrap.end);
     if (!begin || !end || *end <= *begin) return std::nullopt;
     insertions.push_back({*begin, true, wrap.prefix});
-    insertions.push_back({*end, false, ")"});
+    if (!wrap.suffix.empty()) insertions.push_back({*end, false, wrap.suffix});
   }
   // Insert back to front; at one offset openers go in first so that closers
   // (inserted later, hence in front of them) end the previous arm.

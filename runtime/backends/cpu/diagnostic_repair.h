@@ -15,7 +15,13 @@
 //    (llama.cpp): Metal converts the scalar to the element type ("the scalar
 //    may also be subject to the usual arithmetic conversion to the element
 //    type"), clang rejects it. The scalar operand is wrapped in
-//    static_cast<ELEMENT>(...).
+//    static_cast<ELEMENT>(...);
+//  - a braced list passed for a vector parameter, e.g. `f({n * i.x, i.y,
+//    i.z})` with a uint3 parameter (MLX's copy and binary kernels): Metal
+//    list-initializes the parameter, clang-16 finds no candidate ("cannot
+//    convert initializer list argument to 'uint3'"). The list named in that
+//    note becomes `__mf_braced_vector{...}`, an object that converts to the
+//    parameter's vector (mfagen_standin/lowering_support.h).
 #pragma once
 
 #include <optional>

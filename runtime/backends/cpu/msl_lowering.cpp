@@ -384,11 +384,16 @@ class Lowering {
     size_t attr = begin;
     while (attr < end && !(is(attr, "[") && in_attribute(attr))) ++attr;
     size_t name = attr - 1;
+    // `constant const int64_t strides[3]` (MLX's rope and binary kernels): a
+    // parameter of array type is adjusted to a pointer to its element (C++14
+    // [dcl.fct]/5, which MSL follows), so Metal binds it as a buffer.
+    std::string array_dims = array_declarator_dims(name);
+    if (!array_dims.empty()) name = array_declarator_name(name);
     if (!is_identifier(name) || name <= begin) fail(begin, "kernel parameter needs a type and a name");
     KernelParam param;
     param.name = std::string(text(name));
-    param.type = original_text(begin, name);
-    bool pointer = false;
+    param.type = original_text(begin, name) + adjusted_array_pointer(array_dims);
+    bool pointer = !array_dims.empty();
     for (size_t j = begin; j < name; ++j) {
       if (text(j) == "const") param.is_const = true;
       if (text(j) == "&") param.is_reference = true;
@@ -453,10 +458,39 @@ class Lowering {
     return param;
   }
 
+  // The `[N]...` suffixes of an array declarator ending at `last` (a `]`),
+  // as written; "" when the parameter is not an array.
+  std::string array_declarator_dims(size_t last) const {
+    if (!is(last, "]")) return "";
+    return original_text(array_declarator_name(last) + 1, last + 1);
+  }
+  // The name token before the `[N][M]` suffixes ending at `last`.
+  size_t array_declarator_name(size_t last) const {
+    while (is(last, "]") && last > 0) {
+      int depth = 0;
+      for (; last > 0; --last) {
+        if (is(last, "]")) ++depth;
+        if (is(last, "[") && --depth == 0) break;
+      }
+      --last;
+    }
+    return last;
+  }
+  // `T a[N]` is a `T*`; `T a[N][M]` a `T (*)[M]`.
+  static std::string adjusted_array_pointer(const std::string& dims) {
+    if (dims.empty()) return "";
+    size_t inner = dims.find(']');
+    std::string rest = dims.substr(inner + 1);
+    return rest.empty() ? "*" : " (*)" + rest;
+  }
+
   std::string thunk_argument(const KernelParam& param, size_t begin, size_t end) {
     size_t name = begin;
     while (name < end && text(name) != param.name) ++name;
     std::string type = lowered_text(begin, name);
+    size_t attr = name + 1;
+    while (attr < end && !(is(attr, "[") && in_attribute(attr))) ++attr;
+    type += adjusted_array_pointer(array_declarator_dims(attr - 1));
     switch (param.kind) {
       case KernelParam::Kind::buffer:
       case KernelParam::Kind::threadgroup_buffer: {

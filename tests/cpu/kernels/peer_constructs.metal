@@ -130,3 +130,37 @@ kernel void conditional_of_a_many_way_class(device const Complex<float>* x [[buf
                                             uint lane [[thread_position_in_grid]]) {
   keep_own(x, out, lane);
 }
+
+// MLX's rope.metal: a program-scope `forward` read unqualified under `using
+// namespace metal;` (Metal's library has no metal::forward).
+constant float forward = 3.0f;
+
+// MLX's elem_to_loc_2_nd<IdxT>({N * index.x, index.y, index.z}, ...): a
+// braced list for a vector parameter of a function template.
+template <typename IdxT>
+METAL_FUNC IdxT linear_index(uint3 elem, constant const int64_t* strides) {
+  return IdxT(elem.x) * IdxT(strides[1]) + IdxT(elem.y) * IdxT(strides[0]) + IdxT(elem.z);
+}
+METAL_FUNC float scaled(float2 xy) { return xy.x * 10.0f + xy.y; }
+
+// MLX's rope and binary kernels: array parameters (`constant const int64_t
+// strides[2]`, a pointer to the first element) and buffers without
+// [[buffer(n)]], which take the lowest free indices in order (offset 2,
+// strides 3, out_strides 4, pair 5). out[y * out_strides[0] + x *
+// out_strides[1]] = in[offset + linear_index({2 * x, y, 0}, strides)] *
+// forward + scaled({pair[0][1], pair[1][0]}).
+template <typename T, int N>
+[[kernel]] void array_parameters(
+    const device T* in [[buffer(0)]],
+    device T* out [[buffer(1)]],
+    const device int* offset,
+    constant const int64_t strides[2],
+    constant const int64_t out_strides[2],
+    constant const float pair[2][2],
+    uint2 pos [[thread_position_in_grid]]) {
+  int64_t i = offset[0] + linear_index<int64_t>({N * pos.x, pos.y, 0}, strides);
+  out[pos.y * out_strides[0] + pos.x * out_strides[1]] =
+      in[i] * static_cast<T>(forward) + static_cast<T>(scaled({pair[0][1], pair[1][0]}));
+}
+template [[host_name("array_parameters_float")]] [[kernel]] decltype(array_parameters<float, 2>)
+    array_parameters<float, 2>;

@@ -4,7 +4,9 @@
 //                               space (runtime/backends/cpu/diagnostic_repair.h);
 //   __mf_unprivate_t<T>         T without a top-level __private (wraps decltype);
 //   __mf_reinterpret_ref<R&>(x) reinterpret_cast<R&>(x) for thread references;
-//   __mf_vector_braces<V>(a...) `V v = {a...};` with fewer elements than V.
+//   __mf_vector_braces<V>(a...) `V v = {a...};` with fewer elements than V;
+//   __mf_braced_vector{a...}    a braced list passed for a vector parameter
+//                               (runtime/backends/cpu/diagnostic_repair.h).
 #pragma once
 #include "unqual.h"
 
@@ -82,3 +84,44 @@ inline __attribute__((always_inline)) V __mf_vector_braces(A... values) {
     return v;
   }
 }
+
+// ---- __mf_braced_vector -----------------------------------------------------------
+// `elem_to_loc_2_nd<IdxT>({N * index.x, index.y, index.z}, ...)` with a uint3
+// parameter (MLX's copy, binary and ternary kernels): Metal copy-list-
+// initializes the vector parameter from the list ([dcl.init.list], which MSL
+// follows; Apple's compiler accepts it, MLX ships it), while clang-16 leaves
+// list-initialization of a vector out of overload resolution ("cannot convert
+// initializer list argument"). The repair puts this name before the braces of
+// exactly the lists clang rejected for a vector parameter: the elements are
+// evaluated where they were, in order, and the object converts to the
+// parameter's vector as `V v = {a...};` would (__mf_vector_braces).
+template <class... A>
+struct __mf_value_list;
+template <>
+struct __mf_value_list<> {
+  template <class V, class... P>
+  inline __attribute__((always_inline)) constexpr V build(P... p) const {
+    return __mf_vector_braces<V>(p...);
+  }
+};
+template <class H, class... T>
+struct __mf_value_list<H, T...> {
+  H head;
+  __mf_value_list<T...> tail;
+  constexpr __mf_value_list(H h, T... t) : head(h), tail(t...) {}
+  template <class V, class... P>
+  inline __attribute__((always_inline)) constexpr V build(P... p) const {
+    return tail.template build<V>(p..., head);
+  }
+};
+template <class... A>
+struct __mf_braced_vector {
+  __mf_value_list<A...> values;
+  constexpr __mf_braced_vector(A... a) : values(a...) {}
+  template <class V>
+  inline __attribute__((always_inline)) constexpr operator V() const {
+    return values.template build<V>();
+  }
+};
+template <class... A>
+__mf_braced_vector(A...) -> __mf_braced_vector<A...>;

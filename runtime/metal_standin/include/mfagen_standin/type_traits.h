@@ -479,13 +479,9 @@ template <class T>
 METAL_FUNC constexpr remove_reference_t<T>&& move(T&& t) noexcept {
   return static_cast<remove_reference_t<T>&&>(t);
 }
-template <class T>
-METAL_FUNC constexpr T&& forward(remove_reference_t<T>& t) noexcept {
-  return static_cast<T&&>(t);
-}
-template <class T>
-METAL_FUNC constexpr T&& forward(remove_reference_t<T>&& t) noexcept {
-  return static_cast<T&&>(t);
-}
+// No metal::forward: MLX's rope.metal declares `constant bool forward
+// [[function_constant(1)]]` at global scope and reads it as `forward` under
+// `using namespace metal;`, which Apple's compiler accepts (MLX ships it), so
+// Metal's library declares nothing named `forward` in namespace metal.
 
 }  // namespace metal
