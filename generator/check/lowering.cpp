@@ -87,6 +87,7 @@ class Lowering {
       if (problem == msl::VectorSyntaxProblem::unary_operator_before_cast)
         finding(rules::kCpuLowering, view_.offset(k), message);
     });
+    check_threadgroup_initializers();
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);
@@ -102,6 +103,33 @@ class Lowering {
 
   void finding(std::string_view rule, size_t offset, std::string message) {
     findings_.push_back({rule, offset, std::move(message)});
+  }
+
+  // `threadgroup float t[] = {0, 1};`: Metal sizes the array from its
+  // initializer, which the cpu backend does not apply (runtime/backends/cpu/
+  // msl_lowering.cpp, lower_threadgroup_declarations), so it cannot size it.
+  void check_threadgroup_initializers() {
+    for (size_t k = 1; k < count(); ++k) {
+      if (!is(k, "threadgroup") || view_.in_attribute(k) || !(is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";")))
+        continue;
+      int depth = 0;
+      bool initialized = false;
+      for (size_t j = k + 1; j < count() && !(depth == 0 && is(j, ";")); ++j) {
+        std::string_view t = text(j);
+        if (t == "(" || t == "[" || t == "{") ++depth;
+        if (t == ")" || t == "]" || t == "}") --depth;
+        if (depth == 0 && t == "=") initialized = true;
+        if (depth == 0 && t == ",") initialized = false;
+        if (is(j, "[") && is(j + 1, "]") && depth == 1 && !initialized) {
+          size_t e = j + 2;
+          while (is(e, "[")) e = view_.find_matching(e) + 1;
+          if (is(e, "="))
+            finding(rules::kCpuLowering, view_.offset(j),
+                    "a threadgroup array sized by its initializer: the cpu backend does not apply threadgroup "
+                    "initializers, so it needs the size written");
+        }
+      }
+    }
   }
 
   // An include of anything but <metal_*> is a finding, and its directive is

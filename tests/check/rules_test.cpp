@@ -347,6 +347,22 @@ TEST(CheckRules, ArrayParametersAndBracedListsForVectorsAreValidMetal) {
       rules::kCompileError);
 }
 
+// MLX's layer_norm: a threadgroup variable with an initializer is valid
+// Metal (Apple's compiler accepts it); the cpu backend accepts it without
+// applying it. An array sized by its initializer is what it cannot lower.
+TEST(CheckRules, ThreadgroupInitializerIsValidMetal) {
+  expect_clean(
+      "kernel void k(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {\n"
+      "  threadgroup float partial[32] = {0}, other[2] = {1.0f, 2.0f};\n"
+      "  partial[lid] = other[lid % 2];\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  out[lid] = partial[31 - lid];\n}\n");
+  expect_rule(
+      "kernel void k(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {\n"
+      "  threadgroup float seed[] = {1.0f, 2.0f};  // HERE\n"
+      "  out[lid] = seed[lid % 2];\n}\n",
+      rules::kCpuLowering);
+}
+
 // A long double literal is what Metal rejects (no long double).
 TEST(CheckRules, LongDoubleLiteral) {
   expect_rule(

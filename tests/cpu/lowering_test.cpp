@@ -227,8 +227,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "a kernel must return void"},
         BadSource{"bad_index", "kernel void k(device float* a [[buffer(31)]]) {}", "integer index 0..30"},
         BadSource{"unknown_attribute", "kernel void k(uint a [[vertex_id]]) {}", "'vertex_id' is not supported"},
-        BadSource{"tg_initializer", "kernel void k(device float* a [[buffer(0)]]) { threadgroup float t = 0; }",
-                  "threadgroup variables cannot have initializers"},
+        BadSource{"tg_unsized_initialized_array",
+                  "kernel void k(device float* a [[buffer(0)]]) { threadgroup float t[] = {0, 1}; }",
+                  "threadgroup array 't' needs its size (its initializer is not applied)"},
         BadSource{"instance_without_host_name",
                   "template <typename T> [[kernel]] void k(device T* a [[buffer(0)]]) {}\n"
                   "template [[kernel]] decltype(k<float>) k<float>;",

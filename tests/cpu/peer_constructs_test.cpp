@@ -79,5 +79,23 @@ TEST(PeerConstructs, ArrayParametersAndBracedVectorArguments) {
       EXPECT_EQ(out[y * 3 + x], in[1 + 2 * x + 8 * y] * 3.0f + 25.0f) << "x " << x << " y " << y;
 }
 
+TEST(PeerConstructs, ThreadgroupInitializerAcceptedAndNotApplied) {
+  auto module = compile_constructs();
+  std::vector<float> x(96), out(1, -1.0f);
+  double expected = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(i % 7) - 2.5f;
+    expected += x[i];
+  }
+  auto result = run(*module, "threadgroup_initializer_then_zeroed", {1, 1, 1}, {96, 1, 1}, {bind(0, x), bind(1, out)});
+  EXPECT_TRUE(IsClean(result)) << "writes before reads: nothing depends on the initializer";
+  EXPECT_EQ(double(out[0]), expected);
+
+  std::vector<float> read(1, -1.0f);
+  auto reads_initial = run(*module, "threadgroup_initializer_read", {1, 1, 1}, {4, 1, 1}, {bind(0, read)});
+  ASSERT_FALSE(reads_initial.findings.empty()) << "the initial value was read without a finding";
+  EXPECT_EQ(reads_initial.findings[0].kind, cpu::FindingKind::uninitialized_read) << describe(reads_initial);
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -514,15 +514,32 @@ class Lowering {
   }
 
   // Kernel-scope `threadgroup T name[dims];` -> reference to per-threadgroup storage.
+  //
+  // An initializer (`threadgroup float local_buffer[32] = {0};`, MLX's
+  // layer_norm) is accepted and not applied. Apple's compiler accepts it (MLX
+  // ships it), the MSL specification gives it no meaning (section 4.4 says a
+  // threadgroup variable is allocated per threadgroup and lives as long as
+  // it; nothing says who would store the initial value, or when relative to
+  // the other threads), and OpenCL C, whose compiler Metal's descends from,
+  // forbids initializing `__local` variables. Applying it would be a guess:
+  // once per threadgroup, or by every thread as it reaches the declaration
+  // (a race with the writes of threads already past it). Not applied, the
+  // storage starts unwritten like any threadgroup allocation: a kernel that
+  // writes before it reads (MLX zeroes local_buffer in initialize_buffer, then
+  // synchronizes) computes what Metal computes under any reading, and one
+  // that reads the initial value gets an uninitialized-read finding from the
+  // detectors rather than a value chosen here (docs/verification.md,
+  // "Third-party kernels").
   void lower_threadgroup_declarations() {
     for (auto [body_begin, body_end] : kernel_bodies_) {
       for (size_t k = body_begin + 1; k < body_end; ++k) {
         if (!is(k, "threadgroup") || !(is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";"))) continue;
         size_t semi = k;
         int depth = 0;
-        bool initialized = false, pointer = false;
+        bool pointer = false;
         size_t first_bracket = 0;
         std::vector<size_t> commas;  // between declarators: `threadgroup float a[4][8], b[4][8];` (Metal accepts it)
+        std::vector<size_t> initializers;  // the `=` of each declarator that has one (see above)
         for (; semi < body_end; ++semi) {
           std::string_view t = text(semi);
           if (t == ";" && depth == 0) break;
@@ -531,13 +548,18 @@ class Lowering {
             ++depth;
           }
           if (t == ")" || t == "]" || t == ">" || t == "}") --depth;
-          if (depth == 0 && t == "=") initialized = true;
+          if (depth == 0 && t == "=") initializers.push_back(semi);
           if (depth == 0 && (t == "*" || t == "&") && !first_bracket) pointer = true;
           if (depth == 0 && t == ",") commas.push_back(semi);
         }
         if (pointer) continue;  // a private pointer/reference to threadgroup memory
-        if (initialized) fail(k, "threadgroup variables cannot have initializers");
-        const size_t first_end = commas.empty() ? semi : commas.front();
+        // A declarator ends at its `=` when it has an initializer.
+        auto declarator_end = [&](size_t begin, size_t end) {
+          for (size_t e : initializers)
+            if (e > begin && e < end) return e;
+          return end;
+        };
+        const size_t first_end = declarator_end(k, commas.empty() ? semi : commas.front());
         if (first_bracket > first_end) first_bracket = 0;
         size_t name = first_bracket ? first_bracket - 1 : first_end - 1;
         if (!is_identifier(name) || name <= k + 1) fail(k, "malformed threadgroup variable declaration");
@@ -547,7 +569,11 @@ class Lowering {
         commas.push_back(semi);
         for (size_t d = 0, begin = name; d < commas.size(); begin = commas[d] + 1, ++d) {
           if (!is_identifier(begin) || begin >= commas[d]) fail(k, "malformed threadgroup variable declaration");
-          std::string dims = original_text(begin + 1, commas[d]);
+          const size_t end = declarator_end(begin, commas[d]);
+          for (size_t j = begin + 1; j + 1 < end; ++j)
+            if (is(j, "[") && is(j + 1, "]"))
+              fail(k, fmt::format("threadgroup array '{}' needs its size (its initializer is not applied)", text(begin)));
+          std::string dims = original_text(begin + 1, end);
           decl += fmt::format(
               "{4}__local {0} (&{1}){2} = *(__local {0} (*){2})(unsigned long)__mf_tg_alloc({3}u, sizeof({0}{2}), "
               "alignof({0}{2}), \"{1}\")",

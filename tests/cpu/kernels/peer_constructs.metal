@@ -164,3 +164,32 @@ template <typename T, int N>
 }
 template [[host_name("array_parameters_float")]] [[kernel]] decltype(array_parameters<float, 2>)
     array_parameters<float, 2>;
+
+// MLX's layer_norm: `threadgroup float local_buffer[32] = {0};`, zeroed
+// again by simdgroup 0 and synchronized before any read. The initializer is
+// accepted and not applied (msl_lowering.cpp): out[0] is the sum of x over
+// the threadgroup, through one partial sum per simdgroup.
+kernel void threadgroup_initializer_then_zeroed(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                                               uint lid [[thread_position_in_threadgroup]],
+                                               uint lane [[thread_index_in_simdgroup]],
+                                               uint sg [[simdgroup_index_in_threadgroup]],
+                                               uint nsg [[simdgroups_per_threadgroup]]) {
+  threadgroup float partial[32] = {0}, unused[2] = {1.0f, 2.0f};
+  if (sg == 0) partial[lane] = 0;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float s = simd_sum(x[lid]);
+  if (lane == 0) partial[sg] = s;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) {
+    float total = 0.0f;
+    for (uint i = 0; i < 32; ++i) total += partial[i];
+    out[0] = total + float(nsg > 32 ? unused[0] : 0.0f);
+  }
+}
+
+// A kernel that reads the initial value: an uninitialized-read finding,
+// never a value the cpu backend chose for the initializer.
+kernel void threadgroup_initializer_read(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float seed[2] = {1.0f, 2.0f};
+  if (lid == 0) out[0] = seed[1];  // MARK: reads the initializer
+}
