@@ -8,6 +8,7 @@
 #include <set>
 
 #include "check/rules.h"
+#include "mfagen/msl/coherence_qualifiers.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/token_view.h"
@@ -88,6 +89,7 @@ class Lowering {
         finding(rules::kCpuLowering, view_.offset(k), message);
     });
     check_threadgroup_initializers();
+    msl::drop_coherence_qualifiers(view_);
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);

@@ -19,6 +19,8 @@
 //   - unsuffixed floating literals, in code and in #define bodies, become
 //     float literals, as Metal types them (mfagen/msl/literal_types.h, the
 //     same pass as the cpu backend's);
+//   - Metal 3.2's coherence qualifier `coherent(system)` is dropped
+//     (mfagen/msl/coherence_qualifiers.h);
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
 //     renamed (mfagen/msl/opencl_keywords.h);
 //   - #include of anything but <metal_*> and

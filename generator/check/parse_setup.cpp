@@ -16,6 +16,10 @@ void free(void*);
 void* operator new(unsigned long);
 void* operator new[](unsigned long);
 #define is_function_constant_defined(name) true
+// Declared by Apple's compiler without an include (MLX's fence.metal names
+// metal::thread_scope before its first #include), as the cpu backend's
+// force-included abi.h declares it.
+#include <mfagen_standin/memory_scope.h>
 )";
 }
 

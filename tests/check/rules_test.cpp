@@ -363,6 +363,21 @@ TEST(CheckRules, ThreadgroupInitializerIsValidMetal) {
       rules::kCpuLowering);
 }
 
+// MLX's fence.metal: metal::thread_scope before any #include (Apple's
+// compiler declares it) and Metal 3.2's `coherent(system)` buffers.
+TEST(CheckRules, ThreadScopeWithoutIncludeAndCoherentBuffersAreValidMetal) {
+  // Not starting with #include <metal_stdlib>, the file is parsed without the precompiled stand-in.
+  CheckResult r = check_msl(
+      "namespace metal {\n"
+      "constexpr constant metal::thread_scope widest = static_cast<thread_scope>(3);\n}\n"
+      "#include <metal_atomic>\n"
+      "[[kernel]] void k(volatile coherent(system) device uint* p [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  p[i] = p[i] + 1u;\n"
+      "  metal::atomic_thread_fence(metal::mem_flags::mem_device, metal::memory_order_seq_cst, metal::widest);\n}\n",
+      "fence_style.metal");
+  EXPECT_TRUE(r.ok()) << dump(r);
+}
+
 // A long double literal is what Metal rejects (no long double).
 TEST(CheckRules, LongDoubleLiteral) {
   expect_rule(

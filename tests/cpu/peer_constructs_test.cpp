@@ -97,5 +97,14 @@ TEST(PeerConstructs, ThreadgroupInitializerAcceptedAndNotApplied) {
   EXPECT_EQ(reads_initial.findings[0].kind, cpu::FindingKind::uninitialized_read) << describe(reads_initial);
 }
 
+TEST(PeerConstructs, ThreadScopeWithoutIncludeAndCoherentBuffers) {
+  auto module = compile_kernel("peer_constructs_fence.metal");
+  std::vector<uint32_t> data = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<uint32_t> n = {6};
+  auto result = run(*module, "coherent_update", {1, 1, 1}, {8, 1, 1}, {bind(0, data), bind(1, n)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(data, (std::vector<uint32_t>{1, 3, 5, 7, 9, 11, 6, 7}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

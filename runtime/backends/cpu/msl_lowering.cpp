@@ -9,6 +9,7 @@
 #include <set>
 
 #include "mfagen/msl/integer_expression.h"
+#include "mfagen/msl/coherence_qualifiers.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/syntax_error.h"
@@ -63,6 +64,7 @@ class Lowering {
   LoweredSource run() {
     reject_unbalanced_attributes();
     reject_unsupported_tokens();
+    msl::drop_coherence_qualifiers(view_);
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);
     lower_function_constants();

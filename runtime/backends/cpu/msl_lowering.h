@@ -11,8 +11,9 @@
 //   - vector constructors `float4(...)` and casts `(float4)x` get Metal's
 //     value-converting semantics (clang's vector casts are bit casts),
 //     unsuffixed floating literals are float as in Metal, and OpenCL-only
-//     keywords used as identifiers are renamed: the passes the checker runs
-//     too (mfagen/msl/vector_syntax.h, literal_types.h, opencl_keywords.h);
+//     keywords used as identifiers are renamed and `coherent(system)`
+//     dropped: the passes the checker runs too (mfagen/msl/vector_syntax.h,
+//     literal_types.h, opencl_keywords.h, coherence_qualifiers.h);
 //   - every kernel gets an `extern "C"` entry thunk that binds buffers and
 //     thread-position arguments from their attributes;
 //   - valid MSL that clang types differently gets the rewrites of

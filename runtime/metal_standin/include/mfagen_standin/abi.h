@@ -13,6 +13,7 @@
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #pragma pop_macro("cl_khr_fp16")
 #include "lowering_support.h"
+#include "memory_scope.h"  // declared by Apple's compiler without an include
 
 extern "C" {
 // Inserted by the instrumentation pass before loads/stores (not called here).

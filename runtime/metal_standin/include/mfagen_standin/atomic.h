@@ -8,6 +8,7 @@
 // compile, as in Metal) and use clang's __c11_atomic / __atomic builtins.
 // atomic_fetch_min/max/and/or/xor are integer-only (compile error on float).
 #pragma once
+#include "memory_scope.h"
 #include "simdgroup_matrix.h"
 
 namespace metal {
@@ -18,12 +19,6 @@ enum memory_order {
   memory_order_release = __ATOMIC_RELEASE,
   memory_order_acq_rel = __ATOMIC_ACQ_REL,
   memory_order_seq_cst = __ATOMIC_SEQ_CST,
-};
-enum thread_scope {
-  thread_scope_thread = 0,
-  thread_scope_simdgroup = 1,
-  thread_scope_threadgroup = 2,
-  thread_scope_device = 3
 };
 
 struct __mf_atomic_bool {
