@@ -106,5 +106,15 @@ TEST(PeerConstructs, ThreadScopeWithoutIncludeAndCoherentBuffers) {
   EXPECT_EQ(data, (std::vector<uint32_t>{1, 3, 5, 7, 9, 11, 6, 7}));
 }
 
+TEST(PeerConstructs, FunctionConstantsWithStaticConstexprConst) {
+  cpu::CompileOptions options;
+  options.constants = {{0, cpu::parse_constant_value("true", "bool")}, {2, cpu::parse_constant_value("6", "int")}};
+  auto module = cpu::compile_file(kernel_file("peer_constructs_function_constants.metal"), options);
+  std::vector<float> x = {1.5f}, out(1, 0.0f);
+  auto result = run(*module, "specialized", {1, 1, 1}, {1, 1, 1}, {bind(0, x), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out[0], -9.0f);
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

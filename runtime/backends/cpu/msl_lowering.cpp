@@ -161,10 +161,21 @@ class Lowering {
       if (!is(attr_end + 1, ";")) continue;  // a parameter attribute, handled with kernels
       size_t begin = k;
       while (begin > 0 && !is(begin - 1, ";") && !is(begin - 1, "}") && !is(begin - 1, "{")) --begin;
-      if (!is(begin, "constant")) fail(k, "a function constant must be declared 'constant T name [[function_constant(i)]];'");
-      if (k - begin < 3) fail(k, "malformed function constant declaration");
+      // MLX's steel headers write `STEEL_CONST bool inv_ [[function_constant(0)]];`
+      // with STEEL_CONST `static constant constexpr const` (Apple's compiler
+      // accepts it): the leading specifiers, in any order, around `constant`.
+      size_t type_begin = begin;
+      bool in_constant_space = false;
+      while (type_begin < k && (is(type_begin, "constant") || is(type_begin, "static") ||
+                                is(type_begin, "constexpr") || is(type_begin, "const"))) {
+        in_constant_space = in_constant_space || is(type_begin, "constant");
+        ++type_begin;
+      }
+      if (!in_constant_space)
+        fail(k, "a function constant must be declared 'constant T name [[function_constant(i)]];'");
       size_t name = k - 1;
-      std::string type = original_text(begin + 1, name);
+      if (name <= type_begin) fail(k, "malformed function constant declaration");
+      std::string type = original_text(type_begin, name);
       // llama.cpp writes [[function_constant(FC_MUL_MM + 1)]]: after the
       // preprocessor, an integer constant expression.
       std::optional<long> index_value = msl::integer_expression(view_, k + 4, matching(k + 3));
