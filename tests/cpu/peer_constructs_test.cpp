@@ -116,5 +116,25 @@ TEST(PeerConstructs, FunctionConstantsWithStaticConstexprConst) {
   EXPECT_EQ(out[0], -9.0f);
 }
 
+TEST(PeerConstructs, QuadgroupIndices) {
+  auto module = compile_constructs();
+  std::vector<uint32_t> out(72, 0);
+  auto result = run(*module, "quadgroup_indices", {1, 1, 1}, {72, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  for (uint32_t t = 0; t < 72; ++t) {
+    const uint32_t quad = t / 4, first = 4 * quad;
+    EXPECT_EQ(out[t], 100 * quad + 10 * (t % 4) + (4 * first + 6) / 2) << "thread " << t;
+  }
+}
+
+TEST(PeerConstructs, ConstantBfloatCopiesAndConversions) {
+  auto module = compile_constructs();
+  std::vector<float> out(3, 0.0f);
+  auto result = run(*module, "constant_bfloat_copies", {1, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  const float bfloat_max = std::bit_cast<float>(uint32_t{0x7f7f0000u});  // largest finite bfloat
+  EXPECT_EQ(out, (std::vector<float>{bfloat_max, bfloat_max, -bfloat_max}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

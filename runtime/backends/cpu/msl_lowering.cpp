@@ -54,6 +54,12 @@ const std::map<std::string_view, BuiltinArg> kBuiltinArgs = {
     {"simdgroup_index_in_threadgroup", {"simdgroup_index_in_threadgroup", false}},
     {"simdgroups_per_threadgroup", {"simdgroups_per_threadgroup", false}},
     {"threads_per_simdgroup", {"threads_per_simdgroup", false}},
+    // A quadgroup is 4 consecutive lanes of a simdgroup (MSL 6.9.2, "Quad-group
+    // functions"; MLX's quantized kernels take both indices); simdgroups hold
+    // 32 threads, a multiple of 4, so quadgroup q of the threadgroup is
+    // threads 4q .. 4q + 3.
+    {"quadgroup_index_in_threadgroup", {"thread_index_in_threadgroup / 4u", false}},
+    {"thread_index_in_quadgroup", {"thread_index_in_simdgroup % 4u", false}},
 };
 
 class Lowering {

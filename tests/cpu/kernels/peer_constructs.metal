@@ -193,3 +193,33 @@ kernel void threadgroup_initializer_read(device float* out [[buffer(0)]], uint l
   threadgroup float seed[2] = {1.0f, 2.0f};
   if (lid == 0) out[0] = seed[1];  // MARK: reads the initializer
 }
+
+// MLX's quantized kernels: `uint quad_gid [[quadgroup_index_in_threadgroup]]`
+// and `uint quad_lid [[thread_index_in_quadgroup]]`. Thread t writes
+// 100 * quad_gid + 10 * quad_lid + (quad_sum of its quad's t) / 2.
+kernel void quadgroup_indices(device uint* out [[buffer(0)]], uint t [[thread_index_in_threadgroup]],
+                              uint quad_gid [[quadgroup_index_in_threadgroup]],
+                              ushort quad_lid [[thread_index_in_quadgroup]]) {
+  out[t] = 100u * quad_gid + 10u * quad_lid + quad_sum(t) / 2u;
+}
+
+// MLX's arg_reduce and quantized kernels, U = bfloat: a constant bfloat
+// copied into another constant (`static constexpr constant U init =
+// Limits<U>::max;`) and converted to float (`float w_min = Limits<T>::max;`).
+// out = {max, init, lowest} as floats.
+template <typename U>
+struct PeerLimits {
+  static constexpr constant U max = metal::numeric_limits<U>::max();
+  static constexpr constant U lowest = metal::numeric_limits<U>::lowest();
+};
+template <typename U>
+struct PeerArgMin {
+  static constexpr constant U init = PeerLimits<U>::max;
+};
+kernel void constant_bfloat_copies(device float* out [[buffer(0)]]) {
+  float w_max = PeerLimits<bfloat>::max;
+  bfloat init = PeerArgMin<bfloat>::init;
+  out[0] = w_max;
+  out[1] = float(init);
+  out[2] = static_cast<float>(PeerLimits<bfloat>::lowest);
+}

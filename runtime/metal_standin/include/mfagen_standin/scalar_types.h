@@ -126,6 +126,14 @@ struct bfloat {
   // trivially copyable (as_type, memcpy).
   template <class B, __mf_if<__is_same(B, bfloat)> = 0>
   constexpr bfloat(const __constant B& other) : __mf_bits(other.__mf_bits) {}
+  // `static constexpr constant U init = Limits<U>::max;` (MLX's arg_reduce,
+  // U = bfloat): a constant object copied from another. Metal's bfloat is a
+  // builtin scalar, copied in every address space; C++ for OpenCL constructs
+  // a `constant` object only with a constructor qualified for it.
+  template <class B, __mf_if<__is_same(B, bfloat)> = 0>
+  constexpr bfloat(const __constant B& other) __constant : __mf_bits(other.__mf_bits) {}
+  template <class B, __mf_if<__is_same(B, bfloat)> = 0>
+  constexpr bfloat(const B& other) __constant : __mf_bits(other.__mf_bits) {}
   template <class B, __mf_if<__is_same(B, bfloat)> = 0>
   constexpr bfloat& operator=(const __constant B& other) {
     __mf_bits = other.__mf_bits;
@@ -146,6 +154,17 @@ struct bfloat {
   constexpr explicit operator half() const { return static_cast<half>(__mf_bf16_to_f32(__mf_bits)); }
   template <class I, __mf_if<__is_integral(I)> = 0>
   constexpr explicit operator I() const {
+    return static_cast<I>(__mf_bf16_to_f32(__mf_bits));
+  }
+  // The same conversions of a `constant` bfloat (`float w_min = Limits<T>::max;`
+  // in MLX's quantized kernels): the generic ones cannot take a constant object.
+  template <class T, __mf_if<__is_same(T, float)> = 0>
+  constexpr operator T() const __constant {
+    return __mf_bf16_to_f32(__mf_bits);
+  }
+  constexpr explicit operator half() const __constant { return static_cast<half>(__mf_bf16_to_f32(__mf_bits)); }
+  template <class I, __mf_if<__is_integral(I)> = 0>
+  constexpr explicit operator I() const __constant {
     return static_cast<I>(__mf_bf16_to_f32(__mf_bits));
   }
   static constexpr bfloat __mf_from_bits(ushort bits) { return bfloat(bits, __mf_bits_tag{}); }
