@@ -93,8 +93,12 @@ std::optional<std::string> vector_element(const std::string& type) {
   return std::nullopt;
 }
 
-// The expressions to wrap for every error clang reported, or nullopt if any
-// error is of another kind.
+// The expressions to wrap for the errors clang reported that are of the
+// kinds above, or nullopt if none is. Errors of other kinds are left alone:
+// they are often consequences of a repairable one (a substitution failure
+// where a default template argument instantiates MLX's loader with its
+// conditional), and the repaired text is used only if it then compiles
+// (the caller reports the original errors otherwise).
 std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostics, const std::string& file) {
   // file:L:C:{L:C-L:C}{L:C-L:C}: error: MESSAGE (one range per operand)
   static const std::regex error_line(R"(^(.*):\d+:\d+:((?:\{\d+:\d+-\d+:\d+\})*): (?:fatal )?error: (.*)$)");
@@ -134,7 +138,7 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
     std::smatch m, types;
     if (!std::regex_match(line, m, error_line)) continue;
     any_error = true;
-    if (m[1] != file) return std::nullopt;
+    if (m[1] != file) continue;
     const std::string message = m[3], ranges = m[2];
     if (std::regex_match(message, no_match)) {
       bool repaired = false;
@@ -148,16 +152,16 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
         wraps.insert(list[0]);
         repaired = true;
       }
-      if (!repaired) return std::nullopt;
+      if (!repaired) continue;
       continue;
     }
     std::vector<Wrap> operands = ranges_of(ranges);
-    if (operands.size() != 2) return std::nullopt;
+    if (operands.size() != 2) continue;
     const bool is_incompatible = std::regex_match(message, types, incompatible);
     if (is_incompatible || std::regex_match(message, types, ambiguous)) {
       const std::string a = !is_incompatible ? types[1] : types[2].matched ? types[2] : types[1];
       const std::string b = !is_incompatible ? types[2] : types[4].matched ? types[4] : types[3];
-      if (unqualified(a) != unqualified(b)) return std::nullopt;  // genuinely different types: Metal rejects too
+      if (unqualified(a) != unqualified(b)) continue;  // genuinely different types: Metal rejects too
       bool wrapped = false;
       for (int k = 0; k < 2; ++k) {
         if (!names_address_space(k == 0 ? a : b)) continue;
@@ -165,16 +169,16 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
         wraps.insert(operands[k]);
         wrapped = true;
       }
-      if (!wrapped) return std::nullopt;
+      if (!wrapped) continue;
     } else if (std::regex_match(message, types, scalar_rank)) {
       // Operands in source order; the one that is not a vector is the scalar.
       std::optional<std::string> first = vector_element(types[1]), second = vector_element(types[2]);
-      if (bool(first) == bool(second)) return std::nullopt;
+      if (bool(first) == bool(second)) continue;
       Wrap scalar = operands[first ? 1 : 0];
       scalar.prefix = "static_cast<" + (first ? *first : *second) + ">(";
       wraps.insert(scalar);
     } else {
-      return std::nullopt;
+      continue;
     }
   }
   if (!any_error || wraps.empty()) return std::nullopt;

@@ -31,9 +31,11 @@
 namespace mfagen::cpu {
 
 // `lowered` failed to compile with `flags` (the build's language flags).
-// Returns the repaired text when every error clang reports, round after round
-// (a repair can expose an enclosing expression), is one of the kinds above,
-// and nullopt otherwise (the caller reports the original error).
+// Returns the text with every error of the kinds above repaired, round after
+// round (a repair can expose an enclosing expression; other errors are often
+// consequences of a repairable one, so they do not stop it), or nullopt when
+// a round finds nothing to repair. The caller uses the text only if it then
+// compiles, and reports the original errors otherwise.
 std::optional<std::string> repair_from_diagnostics(const std::string& lowered, const std::vector<std::string>& flags,
                                                    const std::string& scratch_file);
 
