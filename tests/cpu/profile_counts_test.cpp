@@ -201,6 +201,17 @@ TEST(ProfileCounts, BarriersCollectivesAndThreadgroupBytes) {
   EXPECT_FLOAT_EQ(out[0], 32 * 33 / 2.0f) << "lanes 0..31 read tids 1..32";
 }
 
+// c (16 x 32) = a (16 x 16) b^T with b stored 32 x 16, in float64, from
+// each operand's element values.
+template <class A, class B>
+std::vector<double> product_16x32(const A& a_at, const B& b_at) {
+  std::vector<double> c(16 * 32, 0.0);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 32; ++j)
+      for (int k = 0; k < 16; ++k) c[i * 32 + j] += a_at(i * 16 + k) * b_at(j * 16 + k);
+  return c;
+}
+
 // A matmul2d run is its tensor MMAs whatever its operands are. Cooperative
 // operands (MLX's NAX kernels fill them element by element) once counted
 // the stand-in's emulation of the product: thousands of integer, generic
@@ -218,12 +229,8 @@ TEST(ProfileCounts, TensorOpsRunsCountAsTheirMmasWithCooperativeOrTensorOperands
       auto r = run_profiled(*module, entry, {1, 1, 1}, {32, 1, 1},
                             {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
       ASSERT_TRUE(IsClean(r));
-      for (int i = 0; i < 16; ++i)
-        for (int j = 0; j < 32; ++j) {
-          double expected = 0;
-          for (int k = 0; k < 16; ++k) expected += double(a[i * 16 + k]) * double(b[j * 16 + k]);
-          ASSERT_EQ(c[i * 32 + j], float(rounds * expected)) << i << "," << j;
-        }
+      const auto expected = product_16x32([&](int e) { return double(a[e]); }, [&](int e) { return double(b[e]); });
+      for (size_t e = 0; e < c.size(); ++e) ASSERT_EQ(c[e], float(rounds * expected[e])) << e;
       // 16x32x16: eight 8x8 output blocks, two 8-deep steps each, per run.
       EXPECT_EQ(count(r, Op::tensor_mma_f16), 16 * rounds);
       EXPECT_EQ(count(r, Op::f32_fma), 0) << "the emulated product is not the kernel's";
@@ -257,12 +264,8 @@ TEST(ProfileCounts, RelaxedPrecisionFloatOperandsCountAsSixteenBitBlocks) {
     auto r = run_profiled(*module, relaxed ? "float_left_relaxed" : "float_left_strict", {1, 1, 1}, {32, 1, 1},
                           {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
     ASSERT_TRUE(IsClean(r));
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 32; ++j) {
-        double expected = 0;
-        for (int k = 0; k < 16; ++k) expected += double(a[i * 16 + k]) * double(b[j * 16 + k]);
-        ASSERT_NEAR(c[i * 32 + j], rounds * expected, 1e-5) << i << "," << j;
-      }
+    const auto expected = product_16x32([&](int e) { return double(a[e]); }, [&](int e) { return double(b[e]); });
+    for (size_t e = 0; e < c.size(); ++e) ASSERT_NEAR(c[e], rounds * expected[e], 1e-5) << e;
     EXPECT_EQ(count(r, Op::tensor_mma_f16), relaxed ? 16 * rounds : 0);
     EXPECT_EQ(count(r, Op::tensor_mma_f32), relaxed ? 0 : 16 * rounds);
   }
@@ -284,12 +287,8 @@ TEST(ProfileCounts, BuiltinsInsideAMatmul2dRunAreNotCounted) {
   auto r = run_profiled(*module, "bfloat_operands", {1, 1, 1}, {32, 1, 1},
                         {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
   ASSERT_TRUE(IsClean(r));
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 32; ++j) {
-      double expected = 0;
-      for (int k = 0; k < 16; ++k) expected += from_bf16(a[i * 16 + k]) * from_bf16(b[j * 16 + k]);
-      ASSERT_EQ(c[i * 32 + j], float(rounds * expected)) << i << "," << j;
-    }
+  const auto expected = product_16x32([&](int e) { return from_bf16(a[e]); }, [&](int e) { return from_bf16(b[e]); });
+  for (size_t e = 0; e < c.size(); ++e) ASSERT_EQ(c[e], float(rounds * expected[e])) << e;
   EXPECT_EQ(count(r, Op::tensor_mma_f16), 16 * rounds);
   EXPECT_EQ(count(r, Op::widen_bf16), 0) << "the emulated product's widenings are not the kernel's";
 }
