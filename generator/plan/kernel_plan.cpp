@@ -61,10 +61,6 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, "kv_cache",
            "a paged cache serves inference (kind forward: prefill against the cache, or decode); the training "
            "backward takes dense k and v: use kv_cache dense");
-  if (s.kv_cache == spec::KvCache::paged && s.layout == spec::Layout::varlen)
-    refuse(s, "kv_cache",
-           "paged caches take dense (B, Hq, Sq, D) queries in this version (each sequence's keys come from its "
-           "block table row and cache length): use layout dense with kv_cache paged");
   refuse_unsupported_kv_dtype(s);
   if (s.dropout && (s.kind == spec::Kind::decode || s.kv_cache == spec::KvCache::paged || spec::kv_quantized(s.kv_dtype)))
     refuse(s, "dropout",
@@ -157,7 +153,9 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
   }
   if (s.layout == spec::Layout::varlen) {
     buffers.push_back({kCuSeqlensQIndex, "cu_seqlens_q", "device const int*", false});
-    buffers.push_back({kCuSeqlensKIndex, "cu_seqlens_k", "device const int*", false});
+    // Keys packed like the queries, unless they come from a paged cache (its cache_seqlens).
+    if (s.kv_cache != spec::KvCache::paged)
+      buffers.push_back({kCuSeqlensKIndex, "cu_seqlens_k", "device const int*", false});
   }
   if (!s.mods.scalars.empty())
     buffers.push_back({expr::kModScalarsIndex, "mod_scalars", "constant float*", false});

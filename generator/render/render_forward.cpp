@@ -133,6 +133,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"sinks", s.sinks},
       {"varlen", s.layout == spec::Layout::varlen},
       {"paged", s.kv_cache == spec::KvCache::paged},
+      // Packed keys (cu_seqlens_k): varlen on dense k and v; a paged cache has its own lengths.
+      {"packed_k", s.layout == spec::Layout::varlen && s.kv_cache != spec::KvCache::paged},
       // k and v: in elem_t, or quantized (dequantized while staged).
       {"kv_type", spec::kv_quantized(s.kv_dtype) ? "kv_t" : "elem_t"},
       {"kv_dtype", std::string(spec::to_string(s.kv_dtype))},

@@ -95,7 +95,12 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
           kernel.dropout ? "kernel " + kernel.entry + " applies dropout: dropout_p must be in [0, 1)"
                          : "kernel " + kernel.entry + " was generated without dropout (spec dropout=false): "
                            "dropout_p, dropout_seed and dropout_offset must stay 0");
-  if (kernel.varlen)
+  if (kernel.varlen && kernel.paged)
+    require(call.total_q >= 1 && call.total_q <= kMaxSeq && call.total_k == 0,
+            "kernel " + kernel.entry + " takes packed queries on a paged cache (layout varlen, kv_cache paged): "
+            "total_q, the rows of the packed q, must be between 1 and 2^31-1, and total_k 0 (keys come from the "
+            "cache)");
+  else if (kernel.varlen)
     require(call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxSeq && call.total_k <= kMaxSeq,
             "kernel " + kernel.entry + " takes packed sequences (layout varlen): total_q and total_k, the rows of "
             "the packed tensors, must be between 1 and 2^31-1");
@@ -137,12 +142,24 @@ ForwardStrides packed_varlen(const AttentionShape& s, uint64_t total_q, uint32_t
   return st;
 }
 
-ForwardStrides paged_kv(const AttentionShape& s, uint64_t page_size, uint32_t d, uint32_t dv, KvFormat kv) {
+namespace {
+// k and v of `st` as contiguous caches (num_pages, page_size, Hkv, D): strides {page, head, slot}.
+ForwardStrides with_paged_kv(ForwardStrides st, const AttentionShape& s, uint64_t page_size, uint32_t d, uint32_t dv,
+                             KvFormat kv) {
   const uint64_t k_row = kv_row_units(kv, d), v_row = kv_row_units(kv, dv);
-  ForwardStrides st = contiguous_bhsd(s, d, dv);
   st.k = {page_size * s.heads_kv * k_row, k_row, s.heads_kv * k_row};
   st.v = {page_size * s.heads_kv * v_row, v_row, s.heads_kv * v_row};
   return st;
+}
+}  // namespace
+
+ForwardStrides paged_kv(const AttentionShape& s, uint64_t page_size, uint32_t d, uint32_t dv, KvFormat kv) {
+  return with_paged_kv(contiguous_bhsd(s, d, dv), s, page_size, d, dv, kv);
+}
+
+ForwardStrides packed_paged(const AttentionShape& s, uint64_t total_q, uint64_t page_size, uint32_t d, uint32_t dv,
+                            KvFormat kv) {
+  return with_paged_kv(packed_varlen(s, total_q, d, dv, kv), s, page_size, d, dv, kv);
 }
 
 void check_paged_cache(const int32_t* block_table, const int32_t* cache_seqlens, uint64_t batch, uint64_t max_pages,
@@ -264,7 +281,8 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
   }
   if (kernel.varlen) {
     plan.buffers.push_back({kForwardCuSeqlensQ, "cu_seqlens_q", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
-    plan.buffers.push_back({kForwardCuSeqlensK, "cu_seqlens_k", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
+    if (!kernel.paged)  // a paged cache's lengths are its cache_seqlens
+      plan.buffers.push_back({kForwardCuSeqlensK, "cu_seqlens_k", checked_mul(shape.batch + 1, 4, "cu_seqlens"), false});
   }
 
   // Decode: the rows of a GQA group share threadgroups; keys are split.

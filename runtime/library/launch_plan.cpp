@@ -61,8 +61,8 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
                                  call.strides.k.batch == call.page_size * call.strides.k.row &&
                                  call.strides.v.batch == call.page_size * call.strides.v.row
                            : call.page_size == 0 && call.num_pages == 0 && call.max_pages == 0);
-  ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_k >= 1 && call.total_q <= kMaxPlannedSeq &&
-                                  call.total_k <= kMaxPlannedSeq
+  ok = ok && (kernel.varlen ? call.total_q >= 1 && call.total_q <= kMaxPlannedSeq &&
+                                  (kernel.paged ? call.total_k == 0 : call.total_k >= 1 && call.total_k <= kMaxPlannedSeq)
                             : call.total_q == 0 && call.total_k == 0);
   ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
   ok = ok && dropout_valid(kernel.dropout, call);
@@ -187,7 +187,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   }
   if (info.varlen) {
     add(kForwardCuSeqlensQ, "cu_seqlens_q", c.mul(s.batch + 1, 4), false);
-    add(kForwardCuSeqlensK, "cu_seqlens_k", c.mul(s.batch + 1, 4), false);
+    if (!info.paged) add(kForwardCuSeqlensK, "cu_seqlens_k", c.mul(s.batch + 1, 4), false);
   }
 
   DecodeGrid decode;

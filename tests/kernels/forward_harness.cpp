@@ -107,7 +107,7 @@ std::string ForwardCase::describe() const {
   std::string d = fmt::format("{} D={} Dv={} causal={} gqa={} lse={} Hq={} Hkv={}", spec::to_string(dtype), head_dim,
                               head_dim_v ? head_dim_v : head_dim, spec::to_string(causal), gqa, lse, heads_q, heads_kv);
   if (varlen_q.empty() && !page_size) d += fmt::format(" B={} Sq={} Sk={}", batch, seq_q, seq_k);
-  if (page_size) d += " Sq=" + std::to_string(seq_q);
+  if (page_size && varlen_q.empty()) d += " Sq=" + std::to_string(seq_q);
   if (bshd) d += " BSHD";
   if (tiles) d += fmt::format(" tiles {}/{}/{}", tiles->block_q, tiles->block_k, tiles->simdgroups);
   if (tiles && tiles->key_groups > 1) d += fmt::format(" key_groups {}", tiles->key_groups);
@@ -129,7 +129,10 @@ std::string ForwardCase::describe() const {
     for (uint32_t n : cache_lengths) d += fmt::format(" {}", n);
     if (share_pages) d += " shared";
   }
-  if (!varlen_q.empty()) {
+  if (!varlen_q.empty() && page_size) {
+    d += " varlen q lengths";
+    for (uint32_t n : varlen_q) d += fmt::format(" {}", n);
+  } else if (!varlen_q.empty()) {
     d += " varlen q/k lengths";
     for (size_t b = 0; b < varlen_q.size(); ++b) d += fmt::format(" {}/{}", varlen_q[b], varlen_k[b]);
   }
@@ -250,8 +253,8 @@ reference::AttentionProblem case_options(const ForwardCase& c, uint32_t head_dim
 }
 
 ForwardOutcome run_forward_case(const ForwardCase& c) {
+  if (c.page_size) return run_paged_case(c);  // queries dense, or packed (varlen_q)
   if (!c.varlen_q.empty()) return run_varlen_case(c);
-  if (c.page_size) return run_paged_case(c);
   // A backward case first runs the forward kernel of the same features.
   const CaseKernel kernel = compile_forward_kernel(c);
   const plan::KernelPlan& plan = kernel.plan;

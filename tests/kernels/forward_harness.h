@@ -53,7 +53,9 @@ struct ForwardCase {
   bool corrupt_cu_seqlens = false;
   // kv_cache paged when page_size > 0: k and v in pages of page_size keys, in
   // shuffled order, with spare pages no sequence uses; cache_lengths gives
-  // each sequence's keys (batch = their count; seq_k is ignored).
+  // each sequence's keys (batch = their count; seq_k is ignored). With
+  // varlen_q too, the queries are packed (varlen_k is not read): a serving
+  // step's prefill chunks and decodes against the cache in one launch.
   // share_pages: sequence 1 reads sequence 0's first page (a shared prefix).
   uint32_t page_size = 0;
   std::vector<uint32_t> cache_lengths;

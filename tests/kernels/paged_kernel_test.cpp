@@ -4,7 +4,9 @@
 // and split-K decode kernels. Pages in shuffled order, a page shared by two
 // sequences, spare pages no one reads, page sizes 16 and 256; with causal,
 // window, GQA, softcap, ALiBi and sinks; every detector on, each sequence
-// against the float64 reference of its queries and its gathered keys.
+// against the float64 reference of its queries and its gathered keys. The
+// forward also takes packed queries (layout varlen): a mixed batch of prefill
+// chunks and decodes against the cache, with quantized caches.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -62,6 +64,41 @@ std::vector<ForwardCase> cases() {
     c.alibi = true;
     c.sinks = true;
     c.heads_kv = 1;  // MQA
+    all.push_back(c);
+  }
+  // A serving step in one launch (layout varlen on the paged cache): packed
+  // prefill chunks and single-query decodes, each at the end of its cache, and
+  // a sequence with no new tokens.
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {100, 530, 37, 1000, 70}, 0);
+    c.varlen_q = {33, 1, 0, 1, 70};
+    c.causal = Causal::bottom_right;
+    all.push_back(c);
+  }
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::bfloat16, 16, {300, 45, 128}, 0);
+    c.varlen_q = {1, 45, 20};
+    c.causal = Causal::bottom_right;
+    c.kv_dtype = spec::KvDType::q8_0;
+    c.sinks = true;
+    c.window = {{64, 0}};
+    c.softcap = 30;
+    all.push_back(c);
+  }
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 256, {600, 17}, 0);
+    c.varlen_q = {40, 1};
+    c.kv_dtype = spec::KvDType::fp8_e4m3;
+    c.alibi = true;
+    c.alibi_per_batch = true;
+    all.push_back(c);
+  }
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {90, 260}, 0);
+    c.varlen_q = {1, 65};
+    c.causal = Causal::bottom_right;
+    c.kv_dtype = spec::KvDType::q4_0;
+    c.target = spec::Target::apple10;  // TensorOps
     all.push_back(c);
   }
   return all;

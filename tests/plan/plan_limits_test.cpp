@@ -75,10 +75,6 @@ INSTANTIATE_TEST_SUITE_P(
                 "p.json: kv_cache: attn_bwd_f16_d64_gqa_paged: a paged cache serves inference (kind forward: "
                 "prefill against the cache, or decode); the training backward takes dense k and v: use kv_cache "
                 "dense"},
-        Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_cache": "paged", "layout": "varlen"})",
-                "p.json: kv_cache: attn_fwd_f16_d64_gqa_varlen_paged: paged caches take dense (B, Hq, Sq, D) "
-                "queries in this version (each sequence's keys come from its block table row and cache length): "
-                "use layout dense with kv_cache paged"},
         Refusal{R"({"dtype": "bfloat16", "head_dim": 64, "kv_dtype": "float16"})",
                 "p.json: kv_dtype: attn_fwd_bf16_d64_gqa_kv_float16: k and v are stored in the spec's dtype "
                 "(bfloat16) unless quantized: use kv_dtype q8_0, q4_0 or fp8_e4m3, or leave the field out"},
@@ -246,6 +242,21 @@ TEST(Plan, ParamsBytesMatchTheDispatchLayout) {
         call.total_k = 40;
         EXPECT_EQ(plan_kernel(s).params_bytes, plan_forward(forward_kernel_info(plan_kernel(s)), call).params.size())
             << int(kind) << " varlen " << features;
+        if (kind != spec::Kind::forward) continue;
+        // Packed queries on a paged cache: both layouts' fields, and no cu_seqlens_k (no packed keys).
+        s.kv_cache = spec::KvCache::paged;
+        ForwardCall serving = call;
+        serving.total_k = 0;
+        serving.page_size = serving.num_pages = 16;
+        serving.max_pages = 4;
+        serving.strides = packed_paged(call.shape, 3, 16, 64, 64);
+        const DispatchPlan step = plan_forward(forward_kernel_info(plan_kernel(s)), serving);
+        EXPECT_EQ(plan_kernel(s).params_bytes, step.params.size()) << "varlen paged " << features;
+        EXPECT_NE(step.buffer("cu_seqlens_q"), nullptr);
+        EXPECT_EQ(step.buffer("cu_seqlens_k"), nullptr);
+        EXPECT_NE(step.buffer("block_table"), nullptr);
+        serving.total_k = 40;
+        EXPECT_THROW(plan_forward(forward_kernel_info(plan_kernel(s)), serving), DispatchError);
       }
 }
 

@@ -152,6 +152,11 @@ ForwardStrides packed_varlen(const AttentionShape& shape, uint64_t total_q, uint
 ForwardStrides paged_kv(const AttentionShape& shape, uint64_t page_size, uint32_t head_dim, uint32_t head_dim_v,
                         KvFormat kv = KvFormat::elements);
 
+// Strides of packed queries on a paged cache (layout varlen, kv_cache paged):
+// q, out and lse as packed_varlen(), k and v as paged_kv().
+ForwardStrides packed_paged(const AttentionShape& shape, uint64_t total_q, uint64_t page_size, uint32_t head_dim,
+                            uint32_t head_dim_v, KvFormat kv = KvFormat::elements);
+
 // Checks a paged call's block table (batch x max_pages) and cache lengths
 // (batch) as the host holds them: every length between 0 and max_pages x
 // page_size and at most `longest`, every page a sequence uses below
@@ -182,6 +187,7 @@ struct ForwardCall {
   // varlen kernels: rows of the packed q/out and k/v. shape.batch is the
   // number of sequences and shape.seq_q, shape.seq_k the longest ones (the grid
   // covers them; shorter sequences leave the extra threadgroups at once).
+  // On a paged cache total_k stays 0: each sequence's keys are its cache's.
   uint64_t total_q = 0, total_k = 0;
   // paged kernels: k (num_pages, page_size, Hkv, D) and v (..., Dv) with
   // strides {page, head, slot} (paged_kv()); the block table has max_pages
