@@ -121,15 +121,18 @@ int run(const RunArgs& args) {
   }};
 
   // Packed sequences (layout varlen) when their boundaries are given, a paged
-  // KV cache when its block table is (session/call_layout.h).
+  // KV cache when its block table is, packed queries on a paged cache when
+  // both are (session/call_layout.h).
   const bool packed = !args.cu_seqlens_q.empty() || !args.cu_seqlens_k.empty();
   const bool paged = !args.block_table.empty() || !args.cache_seqlens.empty();
-  if (packed && paged)
-    throw UserError("--cu-seqlens-q/k and --block-table/--cache-seqlens: paged caches take dense queries");
+  if (packed && paged && !args.cu_seqlens_k.empty())
+    throw UserError("--cu-seqlens-k with --block-table: on a paged cache each sequence's keys are its "
+                    "--cache-seqlens; give --cu-seqlens-q only");
   session::AttentionInputs inputs;
-  inputs.layout = packed ? session::TensorLayout::packed
-                  : paged ? session::TensorLayout::paged
-                          : session::TensorLayout::dense;
+  inputs.layout = packed && paged ? session::TensorLayout::packed_paged
+                  : packed        ? session::TensorLayout::packed
+                  : paged         ? session::TensorLayout::paged
+                                  : session::TensorLayout::dense;
   // k and v: values in a float dtype, or a quantized cache's raw stored rows.
   const InputTensor q = read_input("--q", args.q);
   io::NpyArray k_array = io::read_npy(args.k), v_array = io::read_npy(args.v);
@@ -155,11 +158,13 @@ int run(const RunArgs& args) {
   session::check_ranks(inputs.layout, {inputs.q.name, inputs.q.shape}, {inputs.k.name, inputs.k.shape},
                        {inputs.v.name, inputs.v.shape});
   if (packed)
-    inputs.sequences = session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, q.tensor.shape[0],
-                                                      k.tensor.shape[0]);
+    inputs.sequences = paged ? session::read_packed_queries(args.cu_seqlens_q, q.tensor.shape[0])
+                             : session::read_packed_sequences(args.cu_seqlens_q, args.cu_seqlens_k, q.tensor.shape[0],
+                                                              k.tensor.shape[0]);
   if (paged)
-    inputs.cache = session::read_paged_cache(args.block_table, args.cache_seqlens, q.tensor.shape[0],
-                                             k.tensor.shape[0], k.tensor.shape[1]);
+    inputs.cache = session::read_paged_cache(args.block_table, args.cache_seqlens,
+                                             packed ? inputs.sequences->batch : q.tensor.shape[0], k.tensor.shape[0],
+                                             k.tensor.shape[1]);
   std::optional<io::NpyArray> mask_array, slopes_array;
   if (!args.mask.empty()) {
     mask_array = io::read_npy(args.mask);
@@ -268,6 +273,9 @@ void register_run_command(CLI::App& app, CommandAction& action) {
       "(Hq, Tq).\n"
       "A paged KV cache (a spec with kv_cache paged): k (num_pages, page_size, Hkv, D), v (num_pages,\n"
       "page_size, Hkv, Dv) with --block-table (<i4, (B, max_pages)) and --cache-seqlens (<i4, (B,)).\n"
+      "Both (a spec with layout varlen and kv_cache paged, a serving step): packed q (Tq, Hq, D) with\n"
+      "--cu-seqlens-q only, against the paged cache; each sequence's queries are the last of its\n"
+      "cache_seqlens keys (bottom-right); out.npy is (Tq, Hq, Dv), lse.npy (Hq, Tq).\n"
       "A quantized cache (a spec with kv_dtype q8_0, q4_0 or fp8_e4m3): k and v hold the raw stored rows as\n"
       "uint8 (|u1), the last axis a row's bytes (q8_0: 34 per 32 values, q4_0: 18 per 32, fp8: 1 per value),\n"
       "the other axes those of the layout; the format is the set's, or --kv-dtype; fp8 caches take\n"

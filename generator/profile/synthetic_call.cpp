@@ -73,6 +73,10 @@ ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& sha
     call.max_pages = (shape.seq_k + kSyntheticPageSize - 1) / kSyntheticPageSize;
     call.num_pages = shape.batch * call.max_pages;
     call.strides = paged_kv(attention, kSyntheticPageSize, p.spec.head_dim, p.spec.head_dim_v, kv);
+    if (p.spec.layout == spec::Layout::varlen) {  // packed queries on the cache
+      call.total_k = 0;
+      call.strides = packed_paged(attention, call.total_q, kSyntheticPageSize, p.spec.head_dim, p.spec.head_dim_v, kv);
+    }
   }
   return call;
 }

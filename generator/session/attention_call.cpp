@@ -36,8 +36,8 @@ CallRequest request_for(const CallLayout& geometry, const AttentionInputs& in, c
   r.heads_kv = geometry.shape.heads_kv;
   r.seq_q = geometry.shape.seq_q;
   r.seq_k = geometry.shape.seq_k;
-  r.varlen = in.layout == TensorLayout::packed;
-  r.paged = in.layout == TensorLayout::paged;
+  r.varlen = packed_queries(in.layout);
+  r.paged = paged_keys(in.layout);
   r.kv_format = kv_format;
   r.dropout = o.dropout.has_value();
   r.has_mask = in.mask.has_value();
@@ -72,10 +72,14 @@ struct SelectedCall {
 
 SelectedCall select_call(const KernelSet& kernels, const AttentionInputs& in, const AttentionOptions& options,
                          const Backend& backend) {
-  const bool packed = in.layout == TensorLayout::packed, paged = in.layout == TensorLayout::paged;
+  const bool packed = packed_queries(in.layout), paged = paged_keys(in.layout);
   if (packed != in.sequences.has_value())
     throw CallError(packed ? "packed q, k and v need cu_seqlens_q and cu_seqlens_k"
                            : "cu_seqlens_q and cu_seqlens_k are for packed q, k and v");
+  if (packed && paged != in.sequences->cu_seqlens_k.empty())
+    throw CallError(paged ? "packed queries on a paged cache take cu_seqlens_q only: each sequence's keys are its "
+                            "cache_seqlens"
+                          : "packed q, k and v need cu_seqlens_k too");
   if (paged != in.cache.has_value())
     throw CallError(paged ? "a paged cache needs block_table and cache_seqlens"
                           : "block_table and cache_seqlens are for a paged cache");
@@ -94,7 +98,11 @@ SelectedCall select_call(const KernelSet& kernels, const AttentionInputs& in, co
   check_ranks(in.layout, q_shape, k_shape, v_shape);
   SequenceSizes sizes;
   if (packed) sizes = {in.sequences->batch, in.sequences->longest_q, in.sequences->longest_k, 0};
-  if (paged) sizes = {in.q.shape[0], 0, in.cache->longest, in.cache->max_pages};
+  if (paged) sizes = {packed ? in.sequences->batch : in.q.shape[0], sizes.longest_q, in.cache->longest,
+                      in.cache->max_pages};
+  if (packed && paged && in.cache->cache_seqlens.size() != sizes.batch)
+    throw CallError(fmt::format("cache_seqlens has {} lengths and cu_seqlens_q {} sequences: one cache per sequence",
+                                in.cache->cache_seqlens.size(), sizes.batch));
   SelectedCall c{call_layout(in.layout, q_shape, k_shape, v_shape, sizes, in.kv_format)};
   c.entry = &select_kernel(kernels.set.library, request_for(c.geometry, in, options, in.kv_format), kernels.name,
                            backend.capabilities());
@@ -150,19 +158,17 @@ struct ForwardInputs {
       tensors[plan::kBlockTableIndex] = std::as_writable_bytes(std::span(block_table));
       tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache_seqlens));
     }
-    if (!cu_q.empty()) {
-      tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q));
-      tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(cu_k));
-    }
+    if (!cu_q.empty()) tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q));
+    if (!cu_k.empty()) tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(cu_k));
   }
 };
 
 ForwardInputs forward_inputs(const AttentionInputs& in, const plan::KernelPlan& plan, const AttentionShape& shape,
                              ForwardCall& call) {
   const spec::DType dtype = plan.spec.dtype;
-  const bool packed = in.layout == TensorLayout::packed, paged = in.layout == TensorLayout::paged;
+  const bool packed = packed_queries(in.layout), paged = paged_keys(in.layout);
   ForwardInputs f;
-  f.q = kernel_buffer(in.q, dtype, !paged);
+  f.q = kernel_buffer(in.q, dtype, packed || !paged);  // dense q on a paged cache is read contiguous
   if (in.k_cache) {
     f.k.bytes = std::span(const_cast<std::byte*>(in.k_cache->bytes.data()), in.k_cache->bytes.size());
     f.v.bytes = std::span(const_cast<std::byte*>(in.v_cache->bytes.data()), in.v_cache->bytes.size());
@@ -170,8 +176,8 @@ ForwardInputs forward_inputs(const AttentionInputs& in, const plan::KernelPlan& 
     f.k = kernel_buffer(in.k, dtype, !paged);
     f.v = kernel_buffer(in.v, dtype, !paged);
   }
+  if (packed || !paged) call.strides.q = strides3(f.q.strides, packed);
   if (!paged) {
-    call.strides.q = strides3(f.q.strides, packed);
     if (!in.k_cache) {
       call.strides.k = strides3(f.k.strides, packed);
       call.strides.v = strides3(f.v.strides, packed);

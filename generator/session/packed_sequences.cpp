@@ -59,4 +59,17 @@ PackedSequences read_packed_sequences(const std::string& q_file, const std::stri
   return s;
 }
 
+PackedSequences read_packed_queries(const std::string& q_file, uint64_t total_q) {
+  PackedSequences s;
+  s.cu_seqlens_q = read_boundaries("--cu-seqlens-q", q_file);
+  s.batch = s.cu_seqlens_q.size() - 1;
+  try {
+    check_cu_seqlens(s.cu_seqlens_q.data(), s.cu_seqlens_q.size(), s.batch, total_q, UINT32_MAX, "--cu-seqlens-q " + q_file);
+  } catch (const DispatchError& e) {
+    throw CallError(e.what());
+  }
+  s.longest_q = longest(s.cu_seqlens_q);
+  return s;
+}
+
 }  // namespace mfagen::session

@@ -10,7 +10,7 @@
 namespace mfagen::session {
 
 struct PackedSequences {
-  std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;  // B + 1 entries each
+  std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;  // B + 1 entries each (cu_seqlens_k empty on a paged cache)
   uint64_t batch = 0;                               // B, the number of sequences
   uint64_t longest_q = 0, longest_k = 0;            // the longest sequence's rows (at least 1: the grid's size)
 };
@@ -20,5 +20,9 @@ struct PackedSequences {
 // option, the file and the first offending entry.
 PackedSequences read_packed_sequences(const std::string& cu_seqlens_q_file, const std::string& cu_seqlens_k_file,
                                       uint64_t total_q, uint64_t total_k);
+
+// Packed queries on a paged cache: cu_seqlens_q only (the keys are each
+// sequence's cache), checked the same way; cu_seqlens_k stays empty.
+PackedSequences read_packed_queries(const std::string& cu_seqlens_q_file, uint64_t total_q);
 
 }  // namespace mfagen::session

@@ -92,35 +92,35 @@ py::array to_numpy(session::OutputTensor&& t) {
   return py::array(dtype, t.shape, strides, owner->data(), free);
 }
 
-// cu_seqlens as the host holds them (int32, B + 1 entries), checked.
-session::PackedSequences packed_sequences(const session::HostTensor& cu_q, const session::HostTensor& cu_k,
-                                          const session::HostTensor& q, const session::HostTensor& k) {
-  session::PackedSequences p;
-  for (const session::HostTensor* t : {&cu_q, &cu_k}) {
-    if (t->dtype != session::HostDType::int32 || t->shape.size() != 1 || t->shape[0] < 1)
-      throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of batch + 1 offsets, found {} {}",
-                                           t->name, session::to_string(t->dtype), t->shape.size()));
-  }
-  if (cu_q.shape != cu_k.shape)
-    throw session::CallError(fmt::format("{} has {} entries and {} has {}: both hold batch + 1 offsets", cu_q.name,
-                                         cu_q.shape[0], cu_k.name, cu_k.shape[0]));
-  for (uint64_t i = 0; i < cu_q.shape[0]; ++i) {
-    p.cu_seqlens_q.push_back(int32_t(cu_q.value_at({i})));
-    p.cu_seqlens_k.push_back(int32_t(cu_k.value_at({i})));
-  }
-  p.batch = cu_q.shape[0] - 1;
-  for (uint64_t b = 0; b < p.batch; ++b) {
-    p.longest_q = std::max<uint64_t>(p.longest_q, uint64_t(std::max(0, p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b])));
-    p.longest_k = std::max<uint64_t>(p.longest_k, uint64_t(std::max(0, p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b])));
-  }
-  p.longest_q = std::max<uint64_t>(p.longest_q, 1);
-  p.longest_k = std::max<uint64_t>(p.longest_k, 1);
+// One cu_seqlens as the host holds it (int32, B + 1 entries), checked
+// against the packed tensor's rows; returns the longest sequence (at least 1).
+uint64_t read_offsets(const session::HostTensor& cu, const session::HostTensor& packed, std::vector<int32_t>& into) {
+  if (cu.dtype != session::HostDType::int32 || cu.shape.size() != 1 || cu.shape[0] < 1)
+    throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of batch + 1 offsets, found {} {}", cu.name,
+                                         session::to_string(cu.dtype), cu.shape.size()));
+  for (uint64_t i = 0; i < cu.shape[0]; ++i) into.push_back(int32_t(cu.value_at({i})));
+  uint64_t longest = 1;
+  for (size_t b = 0; b + 1 < into.size(); ++b)
+    longest = std::max<uint64_t>(longest, uint64_t(std::max(0, into[b + 1] - into[b])));
   try {
-    check_cu_seqlens(p.cu_seqlens_q.data(), p.cu_seqlens_q.size(), p.batch, q.shape.at(0), p.longest_q, cu_q.name);
-    check_cu_seqlens(p.cu_seqlens_k.data(), p.cu_seqlens_k.size(), p.batch, k.shape.at(0), p.longest_k, cu_k.name);
+    check_cu_seqlens(into.data(), into.size(), into.size() - 1, packed.shape.at(0), longest, cu.name);
   } catch (const DispatchError& e) {
     throw session::CallError(e.what());
   }
+  return longest;
+}
+
+// cu_seqlens_q, and cu_seqlens_k unless the keys are a paged cache's.
+session::PackedSequences packed_sequences(const session::HostTensor& cu_q, const session::HostTensor* cu_k,
+                                          const session::HostTensor& q, const session::HostTensor& k) {
+  session::PackedSequences p;
+  if (cu_k && cu_q.shape != cu_k->shape)
+    throw session::CallError(fmt::format("{} has {} entries and {} has {}: both hold batch + 1 offsets", cu_q.name,
+                                         cu_q.shape.empty() ? 0 : cu_q.shape[0], cu_k->name,
+                                         cu_k->shape.empty() ? 0 : cu_k->shape[0]));
+  p.longest_q = read_offsets(cu_q, q, p.cu_seqlens_q);
+  p.batch = p.cu_seqlens_q.size() - 1;
+  if (cu_k) p.longest_k = read_offsets(*cu_k, k, p.cu_seqlens_k);
   return p;
 }
 
@@ -182,13 +182,14 @@ session::ScoreFunctionInputs score_function_inputs(const spec::KernelSpec& kerne
 
 // A paged cache's block table (B, max_pages) and lengths (B,), int32, checked against the cache.
 session::PagedCacheInputs paged_cache(const session::HostTensor& table, const session::HostTensor& lengths,
-                                      const session::HostTensor& q, const session::HostTensor& k_cache) {
-  if (table.dtype != session::HostDType::int32 || table.shape.size() != 2)
-    throw session::CallError(fmt::format("{}: expected a 2-d int32 tensor (batch, max_pages)", table.name));
+                                      uint64_t batch, const session::HostTensor& k_cache) {
+  if (table.dtype != session::HostDType::int32 || table.shape.size() != 2 || table.shape[0] != batch)
+    throw session::CallError(fmt::format("{}: expected a 2-d int32 tensor ({}, max_pages), a row per sequence",
+                                         table.name, batch));
   if (lengths.dtype != session::HostDType::int32 || lengths.shape.size() != 1 || lengths.shape[0] != table.shape[0])
     throw session::CallError(fmt::format("{}: expected a 1-d int32 tensor of {} lengths", lengths.name,
                                          table.shape[0]));
-  if (q.shape.empty() || k_cache.shape.size() != 4)
+  if (k_cache.shape.size() != 4)
     throw session::CallError(fmt::format("{}: expected a 4-d (num_pages, page_size, heads, dim) cache", k_cache.name));
   session::PagedCacheInputs c;
   c.max_pages = table.shape[1];
@@ -198,7 +199,7 @@ session::PagedCacheInputs paged_cache(const session::HostTensor& table, const se
     c.longest = std::max<uint64_t>(c.longest, uint64_t(std::max(0, c.cache_seqlens.back())));
   }
   try {
-    check_paged_cache(c.block_table.data(), c.cache_seqlens.data(), q.shape[0], c.max_pages, k_cache.shape[0],
+    check_paged_cache(c.block_table.data(), c.cache_seqlens.data(), batch, c.max_pages, k_cache.shape[0],
                       k_cache.shape[1], c.longest);
   } catch (const DispatchError& e) {
     throw session::CallError(e.what());
@@ -228,16 +229,25 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
   in.d_out = describe_optional(d_out, "grad_output");
   in.out = describe_optional(out, "out");
   in.lse = describe_optional(lse, "softmax_lse");
+  // Packed sequences, a paged cache, or packed queries on a paged cache (cu_seqlens_q only).
+  const bool paged = block_table || cache_seqlens;
+  if (paged && (!block_table || !cache_seqlens)) throw session::CallError("block_table and cache_seqlens go together");
   if (cu_seqlens_q || cu_seqlens_k) {
-    if (!cu_seqlens_q || !cu_seqlens_k) throw session::CallError("cu_seqlens_q and cu_seqlens_k go together");
-    in.layout = session::TensorLayout::packed;
-    in.sequences = packed_sequences(describe(*cu_seqlens_q, "cu_seqlens_q"), describe(*cu_seqlens_k, "cu_seqlens_k"),
-                                    in.q, in.k);
-  }
-  if (block_table || cache_seqlens) {
-    if (!block_table || !cache_seqlens) throw session::CallError("block_table and cache_seqlens go together");
+    if (!cu_seqlens_q || (!cu_seqlens_k && !paged)) throw session::CallError("cu_seqlens_q and cu_seqlens_k go together");
+    if (cu_seqlens_k && paged)
+      throw session::CallError("cu_seqlens_k with block_table: on a paged cache each sequence's keys are its "
+                               "cache_seqlens; pass cu_seqlens_q only");
+    in.layout = paged ? session::TensorLayout::packed_paged : session::TensorLayout::packed;
+    const std::optional<session::HostTensor> cu_k =
+        cu_seqlens_k ? std::optional(describe(*cu_seqlens_k, "cu_seqlens_k")) : std::nullopt;
+    in.sequences = packed_sequences(describe(*cu_seqlens_q, "cu_seqlens_q"), cu_k ? &*cu_k : nullptr, in.q, in.k);
+  } else if (paged) {
     in.layout = session::TensorLayout::paged;
-    in.cache = paged_cache(describe(*block_table, "block_table"), describe(*cache_seqlens, "cache_seqlens"), in.q,
+  }
+  if (paged) {
+    if (in.q.shape.empty()) throw session::CallError("query: expected a 4-d (batch, heads, seq, dim) tensor");
+    const uint64_t batch = in.sequences ? in.sequences->batch : in.q.shape[0];
+    in.cache = paged_cache(describe(*block_table, "block_table"), describe(*cache_seqlens, "cache_seqlens"), batch,
                            in.k);
   }
   std::map<std::string, session::HostTensor> captured;

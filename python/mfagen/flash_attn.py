@@ -104,11 +104,10 @@ def _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi
                                   "not computed by mfagen")
 
 
-def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, tensors,
-         varlen, sinks=None):
-    """q, k, v as the kernel reads them ((B, H, S, D) views or (T, H, D)); returns flash-attn's result."""
-    dim, dim_v = q.shape[-1], v.shape[-1]
-    scale = 1.0 / math.sqrt(dim) if softmax_scale is None else float(softmax_scale)
+def _kernel_call(q, dim_v, softmax_scale, causal, window_size, softcap, alibi_slopes, **features):
+    """flash-attn's scale, causal (bottom-right), window_size and softcap as a kernel variant and call options;
+    returns q (negated or zeroed for a scale <= 0), the variant (with ``features``) and the options."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else float(softmax_scale)
     if scale < 0:  # the kernels take scales > 0: scale·<q, k> = |scale|·<-q, k>
         q, scale = -q, -scale
     elif scale == 0:
@@ -117,16 +116,25 @@ def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
     if causal:
         right = 0  # flash-attn: causal forces window_size[1] = 0
     window = left >= 0 or (right >= 0 and not causal)
-    variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=dim, head_dim_v=dim_v,
+    variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=q.shape[-1], head_dim_v=dim_v,
                    causal="bottom_right" if causal else "none", window=window, softcap=softcap > 0,
-                   alibi=alibi_slopes is not None, dropout=dropout_p > 0, sinks=sinks is not None)
-    if varlen:
-        variant["layout"] = "varlen"
+                   alibi=alibi_slopes is not None, **features)
     options = dict(scale=scale)
     if window:
         options.update(window_left=left, window_right=right)
     if softcap > 0:
         options["softcap"] = float(softcap)
+    return q, variant, options
+
+
+def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, tensors,
+         varlen, sinks=None):
+    """q, k, v as the kernel reads them ((B, H, S, D) views or (T, H, D)); returns flash-attn's result."""
+    features = dict(dropout=dropout_p > 0, sinks=sinks is not None)
+    if varlen:
+        features["layout"] = "varlen"
+    q, variant, options = _kernel_call(q, v.shape[-1], softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                       **features)
     if dropout_p > 0:
         options.update(dropout=float(dropout_p), seed=int(torch.randint(0, 2**62, (1,)).item()))
     if alibi_slopes is not None:
@@ -210,10 +218,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                            deterministic=False, return_attn_probs=False, block_table=None, *, sinks=None):
     """flash-attn's ``flash_attn_varlen_func``: q (total_q, H, D), k and v (total_k, Hk, D), sequence b being
     rows cu_seqlens[b]..cu_seqlens[b+1]-1 -> out (total_q, H, Dv); softmax_lse (H, total_q)."""
+    if block_table is not None:
+        return _varlen_paged(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                             softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
+                             block_table, sinks)
     _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 3)
     _check_sinks(sinks, q.shape[1])
-    if block_table is not None:
-        raise NotImplementedError("block_table: paged k/v caches through flash_attn_varlen_func are not served yet")
     _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q")
     _check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k")
     if cu_seqlens_q.shape != cu_seqlens_k.shape:
@@ -225,6 +235,61 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     out, lse = _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
                     tensors, varlen=True, sinks=sinks)
     return _result(out, lse, return_attn_probs)
+
+
+def _varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+                  softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, block_table, sinks):
+    """flash_attn_varlen_func with block_table: packed q (total_q, H, D) against paged caches (num_pages,
+    page_size, Hk, D); sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys, in the pages of block_table[b].
+    One launch for the whole batch (a serving step's prefill chunks and decodes); forward only."""
+    _check_common(q, q, q, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 3)
+    _check_sinks(sinks, q.shape[1])
+    if dropout_p > 0:
+        raise NotImplementedError("dropout_p: a paged cache serves inference; dropout is not applied there")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k_cache, v_cache)):
+        raise NotImplementedError("block_table: attention over a paged cache is forward only (inference); call it "
+                                  "under torch.no_grad() or without tensors that require grad")
+    for name, t in (("k", k_cache), ("v", v_cache)):
+        _check_tensor(name, t)
+        if t.dim() != 4 or t.dtype != q.dtype:
+            raise ValueError(f"{name}: {t.dtype} of shape {tuple(t.shape)}; with block_table expected a {q.dtype} "
+                             "paged cache (num_blocks, page_block_size, nheads_k, headdim)")
+    if k_cache.shape[:3] != v_cache.shape[:3] or k_cache.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k: shape {tuple(k_cache.shape)}, v: shape {tuple(v_cache.shape)}; expected the same pages, "
+                         f"slots and heads, and k's head dim {q.shape[-1]} (q's)")
+    if q.shape[1] % k_cache.shape[2] != 0:
+        raise ValueError(f"k: {k_cache.shape[2]} heads; q's {q.shape[1]} heads must be a multiple of them")
+    _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q")
+    _check_tensor("cu_seqlens_k", cu_seqlens_k)
+    if cu_seqlens_k.dtype != torch.int32 or cu_seqlens_k.shape != cu_seqlens_q.shape:
+        raise ValueError(f"cu_seqlens_k: {cu_seqlens_k.dtype} of shape {tuple(cu_seqlens_k.shape)}; expected int32 "
+                         f"{tuple(cu_seqlens_q.shape)} (batch + 1 offsets)")
+    lengths = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(torch.int32)
+    batch = lengths.shape[0]
+    _check_tensor("block_table", block_table)
+    if block_table.dtype != torch.int32 or block_table.dim() != 2 or block_table.shape[0] != batch:
+        raise ValueError(f"block_table: {block_table.dtype} of shape {tuple(block_table.shape)}; expected int32 "
+                         f"({batch}, max_num_blocks_per_seq)")
+    capacity = block_table.shape[1] * k_cache.shape[1]
+    if cu_seqlens_k[0] != 0 or lengths.min() < 0 or lengths.max() > capacity:
+        raise ValueError(f"cu_seqlens_k: {cu_seqlens_k.tolist()}; expected offsets from 0 whose sequences fit "
+                         f"their block_table rows ({capacity} keys)")
+    if not isinstance(max_seqlen_k, int) or max_seqlen_k < lengths.max().item():
+        raise ValueError(f"max_seqlen_k: {max_seqlen_k!r}; expected an int >= the longest sequence, "
+                         f"{lengths.max().item()}")
+    if q.shape[0] == 0:
+        raise NotImplementedError("q: no packed rows; empty batches are not served")
+    tensors = dict(cu_seqlens_q=cu_seqlens_q.contiguous(), block_table=block_table.contiguous(), cache_seqlens=lengths)
+    q, variant, options = _kernel_call(q, v_cache.shape[-1], softmax_scale, causal, window_size, softcap,
+                                       alibi_slopes, sinks=sinks is not None, layout="varlen", kv_cache="paged")
+    if sinks is not None:
+        options["sinks"] = sinks.tolist()
+    if alibi_slopes is not None:
+        tensors["alibi_slopes"] = alibi_slopes.contiguous()
+    result = _kernels.run(_kernels.spec_text(kind="forward", **variant), _kernels.rows_contiguous(q),
+                          k_cache.contiguous(), v_cache.contiguous(), **tensors, **options)
+    out = _kernels.tensor(result["out"], q.dtype)
+    return _result(out, _kernels.tensor(result["lse"], torch.float32), return_attn_probs)
 
 
 def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -397,29 +462,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             k_cache[pages, slots] = k  # in place, as flash-attn appends
             v_cache[pages, slots] = v
         seen = (lengths64 + new).to(torch.int32)
-        scale = 1.0 / math.sqrt(q.shape[-1]) if softmax_scale is None else float(softmax_scale)
-        if scale < 0:
-            q, scale = -q, -scale
-        elif scale == 0:
-            q, scale = q * 0, 1.0
-        left, right = window_size
-        if causal:
-            right = 0
-        window = left >= 0 or (right >= 0 and not causal)
-        variant = dict(dtype=_kernels.KERNEL_DTYPES[q.dtype], head_dim=q.shape[-1], head_dim_v=dim_v,
-                       causal="bottom_right" if causal else "none", window=window, softcap=softcap > 0,
-                       alibi=alibi_slopes is not None, kv_cache="paged")
-        options = dict(scale=scale)
+        q, variant, options = _kernel_call(q, dim_v, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                           kv_cache="paged")
         if kv_dtype is not None:
             variant["kv_dtype"] = kv_dtype
             options["kv_dtype"] = kv_dtype
             if kv_dtype == "fp8_e4m3":
                 options.update(k_scale=float(1.0 if k_scale is None else k_scale),
                                v_scale=float(1.0 if v_scale is None else v_scale))
-        if window:
-            options.update(window_left=left, window_right=right)
-        if softcap > 0:
-            options["softcap"] = float(softcap)
         tensors = dict(block_table=block_table.contiguous(), cache_seqlens=seen)
         if alibi_slopes is not None:
             tensors["alibi_slopes"] = alibi_slopes.contiguous()

@@ -106,9 +106,11 @@ ForwardCall canonical_call(const KernelEntry& e) {
     call.page_size = call.num_pages = call.max_pages = 1;
     call.strides = paged_kv(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
   }
-  if (e.info.varlen) {  // one packed row each
-    call.total_q = call.total_k = 1;
-    call.strides = packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
+  if (e.info.varlen) {  // one packed row each (no packed keys on a paged cache)
+    call.total_q = 1;
+    call.total_k = e.info.paged ? 0 : 1;
+    call.strides = e.info.paged ? packed_paged(call.shape, 1, 1, e.info.head_dim, e.info.head_dim_v, kv)
+                                : packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
   }
   return call;
 }

@@ -637,6 +637,70 @@ TEST_F(RunCli, PagedCacheDecode) {
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
+// A serving step (spec layout varlen, kv_cache paged): packed q with
+// --cu-seqlens-q only, against a paged cache; a prefill chunk and a decode,
+// each the last queries of its cache (bottom-right), judged against the
+// float64 reference of its gathered keys; --cu-seqlens-k and query counts
+// that disagree with the cache are clear errors.
+TEST_F(RunCli, PackedQueriesOnAPagedCache) {
+  std::ofstream(dir_ / "step.json") << R"({"dtype": "float32", "head_dim": 16, "causal": "bottom_right",
+                                          "layout": "varlen", "kv_cache": "paged"})";
+  const std::string step_spec = (dir_ / "step.json").string();
+  const std::vector<int32_t> cu_q = {0, 5, 6};  // a chunk of 5 queries, then a decode
+  std::vector<double> q, k_pages, v_pages;
+  const std::string qf = tensor("q.npy", {6, 4, 16}, 81, ElementType::float32, &q);
+  const std::string kf = tensor("k.npy", {5, 16, 2, 16}, 82, ElementType::float32, &k_pages);
+  const std::string vf = tensor("v.npy", {5, 16, 2, 16}, 83, ElementType::float32, &v_pages);
+  reference::PagedCache cache;
+  cache.page_size = 16;
+  cache.num_pages = 5;
+  cache.max_pages = 3;
+  cache.heads_kv = 2;
+  cache.block_table = {3, 0, 4, 3, 1, -1};  // page 3 is the first block of both
+  cache.cache_seqlens = {40, 20};
+  io::write_npy_atomic(dir_ / "cu_q.npy", NpyArray::from<int32_t>(cu_q, {3}));
+  io::write_npy_atomic(dir_ / "bt.npy", NpyArray::from<int32_t>(cache.block_table, {2, 3}));
+  io::write_npy_atomic(dir_ / "cs.npy", NpyArray::from<int32_t>(cache.cache_seqlens, {2}));
+  const std::vector<std::string> inputs = {"run", step_spec, "--q", qf, "--k", kf, "--v", vf,
+                                           "--cu-seqlens-q", (dir_ / "cu_q.npy").string(),
+                                           "--block-table", (dir_ / "bt.npy").string(),
+                                           "--cache-seqlens", (dir_ / "cs.npy").string()};
+  std::vector<std::string> args = inputs;
+  args.insert(args.end(), {"--out-dir", out_dir()});
+  auto r = mfagen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_fwd_f32_d16_causal_br_gqa_varlen_paged:"));
+  const NpyArray out = io::read_npy(fs::path(out_dir()) / "out.npy"), lse = io::read_npy(fs::path(out_dir()) / "lse.npy");
+  EXPECT_EQ(out.shape, (std::vector<uint64_t>{6, 4, 16}));
+  EXPECT_EQ(lse.shape, (std::vector<uint64_t>{4, 6}));
+  const std::vector<float> out_values = out.values<float>();
+  const std::vector<double> out_wide(out_values.begin(), out_values.end());
+  for (uint64_t b = 0; b < 2; ++b) {
+    SCOPED_TRACE("sequence " + std::to_string(b));
+    const uint64_t q0 = uint64_t(cu_q[b]), rows = uint64_t(cu_q[b + 1] - cu_q[b]);
+    auto p = problem_of(1, 4, 2, rows, uint64_t(cache.cache_seqlens[b]), 16, 16, reference::CausalMode::bottom_right);
+    p.q = reference::unpack_rows(q, 4, 16, q0, rows);
+    p.k = reference::gather_sequence(k_pages, cache, 16, b);
+    p.v = reference::gather_sequence(v_pages, cache, 16, b);
+    const std::vector<double> got = reference::unpack_rows(out_wide, 4, 16, q0, rows);
+    const auto verdict = reference::check_output(std::vector<float>(got.begin(), got.end()),
+                                                 reference::reference_attention(p),
+                                                 reference::naive_attention_in_dtype(p, ElementType::float32),
+                                                 ElementType::float32, p);
+    EXPECT_TRUE(verdict.ok) << verdict.detail;
+  }
+
+  io::write_npy_atomic(dir_ / "cu_k.npy", NpyArray::from<int32_t>(std::vector<int32_t>{0, 40, 60}, {3}));
+  args = inputs;
+  args.insert(args.end(), {"--cu-seqlens-k", (dir_ / "cu_k.npy").string()});
+  expect_refused(args, "on a paged cache each sequence's keys are its --cache-seqlens");
+  io::write_npy_atomic(dir_ / "cu_q3.npy", NpyArray::from<int32_t>(std::vector<int32_t>{0, 2, 5, 6}, {4}));
+  args = inputs;
+  args[9] = (dir_ / "cu_q3.npy").string();
+  expect_refused(args, "expected shape (3, max_pages >= 1), found (2, 3)");  // one block table row per sequence
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
 // Quantized caches (spec kv_dtype): k and v as .npy of their raw stored rows
 // (uint8, the last axis a row's bytes), dense and paged, the format taken from
 // the set or --kv-dtype, fp8 with --k-scale and --v-scale; against the

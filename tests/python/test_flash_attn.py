@@ -189,9 +189,12 @@ ERRORS = [
      "cu_seqlens_q: torch.int64"),
     (lambda q, k, v: flash_attn_varlen_func(q[0], k[0], v[0], cu([0, 5]), cu([0, 7]), 4, 7), ValueError,
      "max_seqlen_q: 4"),
-    (lambda q, k, v: flash_attn_varlen_func(q[0], k[0], v[0], cu([0, 5]), cu([0, 7]), 5, 7,
-                                            block_table=torch.zeros(1, 1, dtype=torch.int32)), NotImplementedError,
-     "block_table"),
+    (lambda q, k, v: flash_attn_varlen_func(q[0], k[:, :4], v[:, :4], cu([0, 5]), cu([0, 7]), 5, 7,
+                                            block_table=torch.zeros(1, 1, dtype=torch.int32)), ValueError,
+     "cu_seqlens_k: [0, 7]; expected offsets from 0 whose sequences fit their block_table rows (4 keys)"),
+    (lambda q, k, v: flash_attn_varlen_func(q[0], k[:, :4], v[:, :4], cu([0, 5]), cu([0, 3]), 5, 3,
+                                            block_table=torch.zeros(1, 1, dtype=torch.int32), dropout_p=0.1),
+     NotImplementedError, "dropout_p: a paged cache serves inference"),
 ]
 
 

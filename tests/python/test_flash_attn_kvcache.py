@@ -2,14 +2,15 @@
 new k/v appended in place at cache_seqlens, dense caches (also through
 cache_batch_idx) and paged caches with pages shared between sequences,
 bottom-right causal over each sequence's keys, rotary embeddings
-(interleaved and not), softmax_lse."""
+(interleaved and not), softmax_lse; and flash_attn_varlen_func with
+block_table: packed queries of a serving step on a paged cache in one launch."""
 
 import math
 
 import pytest
 import torch
 
-from mfagen.flash_attn import flash_attn_with_kvcache
+from mfagen.flash_attn import flash_attn_varlen_func, flash_attn_with_kvcache
 from conftest import assert_close
 from test_flash_attn import reference_flash
 
@@ -155,3 +156,51 @@ def test_quantized_cache_errors_name_the_argument():
         flash_attn_with_kvcache(torch.randn(2, 1, 1, 64), raw, raw, kv_dtype="q8_0")
     with pytest.raises(ValueError, match="kv_dtype: 'q5_1'"):
         flash_attn_with_kvcache(q, raw, raw, kv_dtype="q5_1")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_varlen_queries_on_a_paged_cache_in_one_launch(dtype):
+    """flash_attn_varlen_func with block_table: a serving step of prefill chunks and decodes, each sequence's
+    queries the last of its keys (bottom-right), against pages in shuffled order with a shared first page."""
+    page, hk, h, d = 4, 2, 4, 16
+    k_cache = torch.randn(12, page, hk, d).to(dtype)
+    v_cache = torch.randn(12, page, hk, d).to(dtype)
+    key_lengths, query_lengths = [9, 1, 14, 4], [3, 1, 1, 4]  # a chunk, two decodes, a whole fresh prefill
+    table = torch.tensor([[7, 2, 10, 0], [7, 0, 0, 0], [3, 11, 5, 8], [6, 0, 0, 0]], dtype=torch.int32)
+    cu_q = torch.tensor([0] + list(torch.tensor(query_lengths).cumsum(0)), dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(torch.tensor(key_lengths).cumsum(0)), dtype=torch.int32)
+    q = torch.randn(int(cu_q[-1]), h, d).to(dtype)
+    sinks = torch.tensor([0.3, -0.5, 1.0, 0.0])
+    for causal, window, softcap in ((True, (-1, -1), 0.0), (True, (5, 0), 20.0), (False, (-1, -1), 0.0)):
+        out, lse, _ = flash_attn_varlen_func(q, k_cache, v_cache, cu_q, cu_k, max(query_lengths), max(key_lengths),
+                                             causal=causal, window_size=window, softcap=softcap, block_table=table,
+                                             return_attn_probs=True)
+        for i, (n_q, n_k) in enumerate(zip(query_lengths, key_lengths)):
+            slots = torch.arange(n_k)
+            pages = table[i].long()[slots // page]
+            keys, values = k_cache[pages, slots % page], v_cache[pages, slots % page]
+            rows = slice(int(cu_q[i]), int(cu_q[i + 1]))
+            ref, ref_lse = reference_flash(q[rows][None], keys[None], values[None], causal=causal,
+                                           window_size=window, softcap=softcap)
+            assert_close(out[rows][None], ref, dtype, what=f"out of sequence {i} (causal {causal}, window {window})")
+            assert_close(lse[:, rows][None], ref_lse, F32, what=f"lse of sequence {i}")
+    # Sinks (gpt-oss) through the same launch; a sink is an extra softmax column with no value.
+    out = flash_attn_varlen_func(q, k_cache, v_cache, cu_q, cu_k, max(query_lengths), max(key_lengths), causal=True,
+                                 block_table=table, sinks=sinks)
+    for i, (n_q, n_k) in enumerate(zip(query_lengths, key_lengths)):
+        slots = torch.arange(n_k)
+        pages = table[i].long()[slots // page]
+        rows = slice(int(cu_q[i]), int(cu_q[i + 1]))
+        ref, ref_lse = reference_flash(q[rows][None], k_cache[pages, slots % page][None],
+                                       v_cache[pages, slots % page][None], causal=True)
+        weight = 1.0 / (1.0 + torch.exp(sinks.double().view(1, 1, -1, 1) - ref_lse.transpose(1, 2)[..., None]))
+        assert_close(out[rows][None], ref * weight, dtype, what=f"out with sinks of sequence {i}")
+
+
+def test_varlen_paged_cache_is_forward_only():
+    k_cache = torch.randn(2, 4, 1, 8, requires_grad=True)
+    q = torch.randn(3, 1, 8)
+    with pytest.raises(NotImplementedError, match="forward only"):
+        flash_attn_varlen_func(q, k_cache, k_cache, torch.tensor([0, 3], dtype=torch.int32),
+                               torch.tensor([0, 5], dtype=torch.int32), 3, 5,
+                               block_table=torch.tensor([[1, 0]], dtype=torch.int32))

@@ -26,6 +26,8 @@ const Library& launch_library() {
     {"kind": ["forward", "backward"], "dtype": "bfloat16", "head_dim": 64, "layout": "varlen", "sinks": [false, true],
      "causal": "bottom_right"},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 128, "kv_cache": "paged", "window": true},
+    {"dtype": "float16", "head_dim": 64, "layout": "varlen", "kv_cache": "paged", "kv_dtype": ["float16", "q8_0"],
+     "causal": "bottom_right", "sinks": true},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": ["dense", "paged"],
      "kv_dtype": ["q8_0", "q4_0", "fp8_e4m3"]},
     {"kind": ["forward", "backward"], "dtype": "float16", "head_dim": 64, "causal": "bottom_right",
@@ -99,6 +101,10 @@ ForwardCall random_call(const KernelEntry& kernel, std::mt19937_64& rng) {
     c.max_pages = (s.seq_k + c.page_size - 1) / c.page_size + rng() % 3;
     c.num_pages = c.max_pages * s.batch + rng() % 5;
     c.strides = paged_kv(s, c.page_size, d, dv, kv);
+    if (kernel.info.varlen) {  // packed queries on the cache: no packed keys
+      c.total_k = 0;
+      c.strides = packed_paged(s, c.total_q, c.page_size, d, dv, kv);
+    }
   }
   if (kv == KvFormat::fp8_e4m3) c.k_scale = 0.5 + double(rng() % 100), c.v_scale = 1.0 / double(1 + rng() % 7);
   return c;
@@ -203,7 +209,7 @@ TEST(LaunchPlan, FitsEveryKernelOfTheLibrary) {
     ForwardCall call;
     call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
     if (kernel.info.softcap) call.softcap = 1;
-    if (kernel.info.varlen) call.total_q = call.total_k = 1;
+    if (kernel.info.varlen) call.total_q = 1, call.total_k = kernel.info.paged ? 0 : 1;
     if (kernel.info.paged) call.page_size = call.num_pages = call.max_pages = 1;
     const LaunchPlan p = Library::launch_plan(kernel, call);
     EXPECT_EQ(p.params_size, kernel.params_bytes) << kernel.name;
