@@ -136,5 +136,16 @@ TEST(PeerConstructs, ConstantBfloatCopiesAndConversions) {
   EXPECT_EQ(out, (std::vector<float>{bfloat_max, bfloat_max, -bfloat_max}));
 }
 
+// MLX's gemv_masked.h with T = bfloat: `T(mask)` for a class converting to
+// bool, and integer-valued classes cast to bfloat (one rounding from int).
+TEST(PeerConstructs, BfloatFromClassesConvertingToBoolOrInteger) {
+  auto module = compile_constructs();
+  std::vector<uint8_t> flags = {0, 1};  // PeerFlag is one bool
+  std::vector<float> out(5, -1.0f);
+  auto result = run(*module, "bfloat_from_converting_classes", {1, 1, 1}, {1, 1, 1}, {bind(0, out), bind(1, flags)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{0.0f, 1.0f, 3.0f, 16777216.0f, 2.0f}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -223,3 +223,37 @@ kernel void constant_bfloat_copies(device float* out [[buffer(0)]]) {
   out[1] = float(init);
   out[2] = static_cast<float>(PeerLimits<bfloat>::lowest);
 }
+
+// MLX's gemv_masked.h, T = bfloat: `out_scale = T(mask_out);` with a mask
+// class that converts to bool in every address space (its no-mask type),
+// and an integer-valued class cast to bfloat. Metal's bfloat is a builtin
+// scalar: the class's conversion function, then bool or int -> bfloat.
+// out = {T(flag off), T(flag on), static_cast<bfloat>(count 3),
+//        bfloat(count 16777217) (rounds once to 16777216), T(flag on) * 2}.
+struct PeerFlag {
+  bool on;
+  constexpr METAL_FUNC operator bool() thread { return on; }
+  constexpr METAL_FUNC operator bool() const threadgroup { return on; }
+  constexpr METAL_FUNC operator bool() const device { return on; }
+  constexpr METAL_FUNC operator bool() const constant { return on; }
+};
+struct PeerCount {
+  int n;
+  METAL_FUNC operator int() const thread { return n; }
+};
+template <typename T, typename mask_t>
+METAL_FUNC T scale_of(mask_t mask) {
+  T scale{2};
+  scale = T(mask);
+  return scale;
+}
+kernel void bfloat_from_converting_classes(device float* out [[buffer(0)]],
+                                           const device PeerFlag* flags [[buffer(1)]]) {
+  PeerFlag off = {false};
+  out[0] = float(scale_of<bfloat>(off));
+  out[1] = float(scale_of<bfloat>(flags[1]));
+  PeerCount three = {3}, big = {16777217};
+  out[2] = static_cast<float>(static_cast<bfloat>(three));
+  out[3] = float(bfloat(big));
+  out[4] = float(bfloat(flags[1]) * bfloat(2));
+}

@@ -115,6 +115,46 @@ METAL_FUNC constexpr ushort __mf_int_to_bf16(I i) {
   }
 }
 
+// The scalar type a class object converts to: overload resolution over one
+// function per Metal scalar type picks the one whose parameter is exactly
+// what the class's conversion function returns (identity after the
+// user-defined conversion beats every promotion and conversion). No type
+// when the class has no such function, several, or a conversion template.
+template <class S>
+struct __mf_scalar_tag {
+  typedef S type;
+};
+#define __MF_SCALAR_PROBE(S) __mf_scalar_tag<S> __mf_scalar_probe(S);
+__MF_SCALAR_PROBE(bool)
+__MF_SCALAR_PROBE(char)
+__MF_SCALAR_PROBE(uchar)
+__MF_SCALAR_PROBE(short)
+__MF_SCALAR_PROBE(ushort)
+__MF_SCALAR_PROBE(int)
+__MF_SCALAR_PROBE(uint)
+__MF_SCALAR_PROBE(long)
+__MF_SCALAR_PROBE(ulong)
+__MF_SCALAR_PROBE(half)
+__MF_SCALAR_PROBE(float)
+#undef __MF_SCALAR_PROBE
+template <class T>
+T&& __mf_declval();
+template <class C>
+using __mf_class_scalar_t = typename decltype(__mf_scalar_probe(__mf_declval<C>()))::type;
+template <class C>
+struct __mf_noref {
+  typedef C type;
+};
+template <class C>
+struct __mf_noref<C&> {
+  typedef C type;
+};
+template <class C, class = void>
+inline constexpr bool __mf_class_to_integer = false;
+template <class C>
+inline constexpr bool __mf_class_to_integer<C, decltype(void(__mf_class_scalar_t<C>()))> =
+    __is_class(typename __mf_noref<C>::type) && __is_integral(__mf_class_scalar_t<C>);
+
 struct bfloat {
   ushort __mf_bits;
   struct __mf_bits_tag {};
@@ -146,6 +186,21 @@ struct bfloat {
   constexpr explicit bfloat(D d) : __mf_bits(__mf_f32_to_bf16(static_cast<float>(d))) {}
   template <class I, __mf_if<__is_integral(I)> = 0>
   constexpr bfloat(I i) : __mf_bits(__mf_int_to_bf16(i)) {}
+  // bfloat(c), static_cast<bfloat>(c) with c an object of a class that
+  // converts to bool or an integer (MLX's gemv_masked.h: `T(mask_out)`, T =
+  // bfloat, the mask a class with `operator bool()` in every address space).
+  // MSL's bfloat is a builtin scalar type (specification, section 2.1,
+  // scalar data types), and MSL follows C++14 (section 1.4): initializing a
+  // non-class type from a class object calls the class's conversion function
+  // and applies the standard conversion to its result ([dcl.init]/17.7,
+  // [over.match.conv]), here bool or integer -> bfloat, one rounding. As a
+  // class, bfloat found its float and half constructors equally good after
+  // that conversion (ambiguous). Explicit only: classes that convert to float
+  // or half already take those constructors, and an implicit constructor
+  // would tie with conversion functions in overload resolution where Metal's
+  // builtin conversion does not.
+  template <class C, __mf_if<__mf_class_to_integer<C&&>> = 0>
+  constexpr explicit bfloat(C&& c) : __mf_bits(__mf_int_to_bf16(static_cast<__mf_class_scalar_t<C&&>>(c))) {}
   // Implicit only to float (a template, so that it is not a path to half/int).
   template <class T, __mf_if<__is_same(T, float)> = 0>
   constexpr operator T() const {
