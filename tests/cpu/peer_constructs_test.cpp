@@ -147,5 +147,24 @@ TEST(PeerConstructs, BfloatFromClassesConvertingToBoolOrInteger) {
   EXPECT_EQ(out, (std::vector<float>{0.0f, 1.0f, 3.0f, 16777216.0f, 2.0f}));
 }
 
+// MLX's conv.metal: `template [[host_name(...)]] [[kernel]] void f(const
+// device T* ..., const constant Params<N>* ...);` with T and N deduced from
+// the parameter types, three instantiations to a macro line.
+TEST(PeerConstructs, ExplicitInstantiationsDeduceTheirTemplateArguments) {
+  auto module = compile_constructs();
+  std::vector<int32_t> dims = {5, 7, 11};
+  std::vector<float> x = {1.5f, -2.0f}, y(2, 0.0f);
+  auto result = run(*module, "deduced_dims_float32_2", {2, 1, 1}, {1, 1, 1}, {bind(0, x), bind(1, y), bind(2, dims)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(y, (std::vector<float>{1.5f * 2 + 12, -2.0f * 2 + 12}));
+  std::vector<int32_t> a = {4, -3}, b(2, 0);
+  result = run(*module, "deduced_dims_int32_3", {2, 1, 1}, {1, 1, 1}, {bind(0, a), bind(1, b), bind(2, dims)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(b, (std::vector<int32_t>{4 * 3 + 23, -3 * 3 + 23}));
+  result = run(*module, "deduced_dims_int32_1", {2, 1, 1}, {1, 1, 1}, {bind(0, a), bind(1, b), bind(2, dims)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(b, (std::vector<int32_t>{4 + 5, -3 + 5}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

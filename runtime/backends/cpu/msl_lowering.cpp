@@ -322,8 +322,24 @@ class Lowering {
     while (semi < count() && !is(semi, ";")) ++semi;
     size_t name = after_attributes;
     while (name < semi && !(templates_.contains(std::string(text(name))) && is(name + 1, "<"))) ++name;
-    if (name == semi) fail(begin, fmt::format("kernel '{}' instantiates no templated kernel defined before it", host_name));
     if (semi == count()) fail(begin, fmt::format("explicit kernel instantiation '{}' needs a closing ';'", host_name));
+    if (name == semi) {
+      // `template [[host_name("x")]] [[kernel]] void NAME(const device float* in [[buffer(0)]], ...);`
+      // (MLX's conv.metal): no template argument list; C++14 [temp.explicit]/6
+      // deduces them from the declared parameter types ([temp.deduct.decl]).
+      // The kernel takes the instantiation's own parameter list, and the
+      // thunk names the specialization by that function type:
+      // static_cast<void (&)(types)>(NAME), deduction from a function type as
+      // in the declaration ([temp.deduct.funcaddr]).
+      size_t open = after_attributes;
+      while (open < semi && !(templates_.contains(std::string(text(open))) && is(open + 1, "("))) ++open;
+      if (open == semi || matching(open + 1) + 1 != semi)
+        fail(begin, fmt::format("kernel '{}' instantiates no templated kernel defined before it", host_name));
+      const TemplateKernel& t = templates_.at(std::string(text(open)));
+      kernels_.push_back(build_kernel(open, matching(open + 1), t.scope, host_name, std::string(text(open)), true));
+      for (size_t j = begin; j <= semi; ++j) replace(j, "");
+      return;
+    }
     const TemplateKernel& t = templates_.at(std::string(text(name)));
     size_t args_close = matching(name + 1);
     std::vector<std::string> args;
@@ -344,8 +360,10 @@ class Lowering {
     for (size_t j = begin; j <= semi; ++j) replace(j, "");
   }
 
+  // deduced: callee is a template's name whose arguments follow from the
+  // parameter types at [name_token + 2, close), an explicit instantiation's.
   Kernel build_kernel(size_t name_token, size_t close, const std::vector<std::string>& scope, std::string entry,
-                      std::string callee) {
+                      std::string callee, bool deduced = false) {
     Kernel kernel;
     kernel.signature.name = entry;
     if (callee.empty()) callee = entry;
@@ -389,6 +407,12 @@ class Lowering {
     }
     for (size_t i = 0; i < spans.size(); ++i)
       arguments.push_back(thunk_argument(kernel.signature.params[i], spans[i].first, spans[i].second));
+    if (deduced) {
+      std::string types;
+      for (size_t i = 0; i < spans.size(); ++i)
+        types += (i ? ", " : "") + parameter_type(kernel.signature.params[i], spans[i].first, spans[i].second);
+      callee = fmt::format("static_cast<void (&)({})>({})", types, callee);
+    }
     std::string body = fmt::format("extern \"C\" void {}{}(const __mf_launch_args* __mf_a) {{\n  {}(", "__mf_kernel_",
                                    kernel.signature.name, callee);
     for (size_t i = 0; i < arguments.size(); ++i) body += (i ? ",\n    " : "") + arguments[i];
@@ -503,13 +527,20 @@ class Lowering {
     return rest.empty() ? "*" : " (*)" + rest;
   }
 
-  std::string thunk_argument(const KernelParam& param, size_t begin, size_t end) {
+  // The lowered type of the parameter at [begin, end), arrays adjusted.
+  std::string parameter_type(const KernelParam& param, size_t begin, size_t end) {
     size_t name = begin;
     while (name < end && text(name) != param.name) ++name;
     std::string type = lowered_text(begin, name);
     size_t attr = name + 1;
     while (attr < end && !(is(attr, "[") && in_attribute(attr))) ++attr;
-    type += adjusted_array_pointer(array_declarator_dims(attr - 1));
+    return type + adjusted_array_pointer(array_declarator_dims(attr - 1));
+  }
+
+  std::string thunk_argument(const KernelParam& param, size_t begin, size_t end) {
+    std::string type = parameter_type(param, begin, end);
+    size_t name = begin;
+    while (name < end && text(name) != param.name) ++name;
     switch (param.kind) {
       case KernelParam::Kind::buffer:
       case KernelParam::Kind::threadgroup_buffer: {

@@ -257,3 +257,26 @@ kernel void bfloat_from_converting_classes(device float* out [[buffer(0)]],
   out[3] = float(bfloat(big));
   out[4] = float(bfloat(flags[1]) * bfloat(2));
 }
+
+// MLX's conv.metal: explicit instantiations without a template argument
+// list (T and N deduced from the declared parameter types), several of them
+// on one line through a macro. out[i] = in[i] * N + the N sizes' sum.
+template <int N>
+struct PeerDims {
+  int size[N];
+};
+template <typename T, int N>
+[[kernel]] void deduced_dims(const device T* in [[buffer(0)]], device T* out [[buffer(1)]],
+                             const constant PeerDims<N>* dims [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  int sum = 0;
+  for (short d = 0; d < N; d++) sum += dims->size[d];
+  out[i] = in[i] * T(N) + T(sum);
+}
+#define instantiate_deduced_dims(name, itype, n)                                                     \
+  template [[host_name("deduced_dims_" #name "_" #n)]] [[kernel]] void deduced_dims(                 \
+      const device itype* in [[buffer(0)]], device itype* out [[buffer(1)]],                         \
+      const constant PeerDims<n>* dims [[buffer(2)]], uint i [[thread_position_in_grid]]);
+#define instantiate_deduced_dims_all(name, itype) \
+  instantiate_deduced_dims(name, itype, 1) instantiate_deduced_dims(name, itype, 2) instantiate_deduced_dims(name, itype, 3)
+instantiate_deduced_dims_all(float32, float);
+instantiate_deduced_dims_all(int32, int);
