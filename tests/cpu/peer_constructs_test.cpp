@@ -166,5 +166,15 @@ TEST(PeerConstructs, ExplicitInstantiationsDeduceTheirTemplateArguments) {
   EXPECT_EQ(b, (std::vector<int32_t>{4 + 5, -3 + 5}));
 }
 
+// MLX's fft/readwrite.h: `template <typename T> struct Traits<vec<T, 2>>`
+// is used for float2, half2, bool2 and int2 with T their element type.
+TEST(PeerConstructs, PartialSpecializationOnVecDeducesTheElement) {
+  auto module = compile_constructs();
+  std::vector<int32_t> out(6, -1);
+  auto result = run(*module, "vec_partial_specialization", {1, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<int32_t>{2, 2, 1, 1, 1, 1}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -280,3 +280,26 @@ template <typename T, int N>
   instantiate_deduced_dims(name, itype, 1) instantiate_deduced_dims(name, itype, 2) instantiate_deduced_dims(name, itype, 3)
 instantiate_deduced_dims_all(float32, float);
 instantiate_deduced_dims_all(int32, int);
+
+// MLX's fft/readwrite.h: a class template partially specialized on
+// vec<T, 2>, which Metal deduces for every builtin element type.
+// out = {lanes of float2, sizeof scalar of half2, scalar of bool2 is bool,
+//        scalar of int2 is int, lanes of float4 (primary), lanes of float}.
+template <typename storage_T>
+struct PeerScalarOf {
+  using scalar_T = storage_T;
+  static constexpr constant int lanes = 1;
+};
+template <typename T>
+struct PeerScalarOf<vec<T, 2>> {
+  using scalar_T = T;
+  static constexpr constant int lanes = 2;
+};
+kernel void vec_partial_specialization(device int* out [[buffer(0)]]) {
+  out[0] = PeerScalarOf<float2>::lanes;
+  out[1] = int(sizeof(PeerScalarOf<half2>::scalar_T));
+  out[2] = int(is_same_v<PeerScalarOf<bool2>::scalar_T, bool>);
+  out[3] = int(is_same_v<PeerScalarOf<metal::vec<int, 2>>::scalar_T, int>);
+  out[4] = PeerScalarOf<float4>::lanes;
+  out[5] = PeerScalarOf<float>::lanes;
+}
