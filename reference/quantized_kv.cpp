@@ -135,6 +135,51 @@ std::vector<uint8_t> quantize_rows(KvQuant f, std::span<const double> values, ui
   return stored;
 }
 
+std::vector<uint8_t> quantize_rows_float32(KvQuant f, std::span<const float> values, uint64_t rows,
+                                           uint64_t row_values, float scale) {
+  if (values.size() != rows * row_values)
+    throw std::invalid_argument("quantize_rows_float32: " + std::to_string(values.size()) + " values are not " +
+                                std::to_string(rows) + " rows of " + std::to_string(row_values));
+  std::vector<uint8_t> stored(rows * quantized_row_bytes(f, row_values));
+  if (f == KvQuant::fp8_e4m3) {
+    for (uint64_t i = 0; i < values.size(); ++i) {
+      const float q = values[i] / scale;
+      const uint8_t sign = std::signbit(q) ? 0x80 : 0;
+      stored[i] = uint8_t((std::isnan(q) ? 0x7F : nearest_fp8(std::fabs(double(q)))) | sign);
+    }
+    return stored;
+  }
+  for (uint64_t b = 0; b < values.size() / kBlock; ++b) {
+    const float* x = values.data() + b * kBlock;
+    uint8_t* block = stored.data() + b * block_bytes(f);
+    uint8_t* codes = block + 2;
+    if (f == KvQuant::q8_0) {  // quantize_row_q8_0_ref
+      float amax = 0.0f;
+      for (uint64_t e = 0; e < kBlock; ++e) amax = std::max(amax, std::fabs(x[e]));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      write_u16(block, half_bits(d));
+      for (uint64_t e = 0; e < kBlock; ++e) codes[e] = uint8_t(int8_t(std::round(x[e] * id)));
+      continue;
+    }
+    float amax = 0.0f, max = 0.0f;  // quantize_row_q4_0_ref: the first value of largest magnitude
+    for (uint64_t e = 0; e < kBlock; ++e)
+      if (amax < std::fabs(x[e])) {
+        amax = std::fabs(x[e]);
+        max = x[e];
+      }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    write_u16(block, half_bits(d));
+    const auto code = [&](uint64_t e) {
+      const float scaled = x[e] * id;
+      return uint8_t(std::min(15, int(int8_t(scaled + 8.5f))));
+    };
+    for (uint64_t e = 0; e < 16; ++e) codes[e] = uint8_t(code(e) | code(e + 16) << 4);
+  }
+  return stored;
+}
+
 StoredRows random_stored_rows(KvQuant f, uint64_t rows, uint64_t row_values, uint64_t seed, double stddev,
                               double scale) {
   const std::vector<double> normal = random_tensor(rows * row_values, seed, ElementType::float32, stddev);

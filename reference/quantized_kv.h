@@ -43,6 +43,17 @@ std::vector<double> dequantize_rows(KvQuant format, std::span<const uint8_t> sto
 std::vector<uint8_t> quantize_rows(KvQuant format, std::span<const double> values, uint64_t rows,
                                    uint64_t row_values, double scale = 1.0);
 
+// Values stored as a cache writer stores them (spec kind cache_append), in
+// float32 arithmetic, so that a kernel's stored bytes can be compared bit for
+// bit: q8_0 and q4_0 as llama.cpp's quantize_row_q8_0_ref and
+// quantize_row_q4_0_ref (d = amax / 127 or m / -8 with m the first value of
+// largest magnitude, id = 1 / d, q = roundf(x * id) or min(15, (int8)(x * id
+// + 8.5f)), d stored as float16); fp8 the code nearest to the float32
+// quotient x / scale (ties to the even code, saturating at 448, the sign kept
+// for zeros and NaN).
+std::vector<uint8_t> quantize_rows_float32(KvQuant format, std::span<const float> values, uint64_t rows,
+                                           uint64_t row_values, float scale = 1.0f);
+
 // `rows` x `row_values` normal(0, stddev) values (random_tensor with `seed`,
 // in float32) stored in `format` by quantize_rows, and the values the stored
 // rows hold: the quantized k or v of a test or selftest case.

@@ -26,7 +26,10 @@ Json dispatch_json(const plan::KernelPlan& p) {
   d["threads_per_threadgroup"] = p.threads;
   d["threadgroup_memory_bytes"] = p.threadgroup_bytes;
   // Spelled as formulas because the sizes are runtime values.
-  if (p.combine_entry.empty()) {
+  if (p.spec.kind == spec::Kind::cache_append) {
+    // One simdgroup per 32 values of a new row (k's chunks, then v's), per new row, per (sequence, kv head).
+    d["grid"] = "[ceil(head_dim / 32) + ceil(head_dim_v / 32), new_rows, batch * heads_kv]";
+  } else if (p.combine_entry.empty()) {
     // One threadgroup per (query block, q head, batch).
     d["grid"] = fmt::format("[ceil(seq_q / {}), heads_q, batch]", p.block_q);
   } else {
@@ -116,7 +119,7 @@ Json kernel_json(const plan::KernelPlan& p) {
   k["function_constants"] = function_constants_json(p);
   if (p.spec.mods.any()) k["mods"] = mods_json(p);
   Json params;
-  params["struct"] = kParamsStruct;
+  params["struct"] = p.spec.kind == spec::Kind::cache_append ? kAppendParamsStruct : kParamsStruct;
   params["buffer"] = plan::kParamsIndex;
   params["bytes"] = p.params_bytes;
   k["params"] = std::move(params);

@@ -20,6 +20,7 @@ inline constexpr int kManifestFormat = 1;
 // params_bytes) depends on the kernel's features, so an app can check its own
 // copy of the struct against the manifest.
 inline constexpr const char* kParamsStruct = "AttentionParams";
+inline constexpr const char* kAppendParamsStruct = "AppendParams";  // cache_append kernels
 
 // The file a kernel is written to, relative to the output directory.
 std::string kernel_file_name(const plan::KernelPlan& plan);

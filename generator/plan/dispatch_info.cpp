@@ -72,6 +72,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.decode = p.spec.kind == spec::Kind::decode;
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;
+  info.cache_append = p.spec.kind == spec::Kind::cache_append;
   info.tensor_ops = p.tensor_ops;
   return info;
 }

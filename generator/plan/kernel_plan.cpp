@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "plan/cache_append_plan.h"
+#include "plan/refusal.h"
 #include "plan/tensor_ops.h"
 
 namespace mfagen::plan {
@@ -15,13 +17,6 @@ namespace {
 uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 uint32_t round_up(uint32_t a, uint32_t b) { return ceil_div(a, b) * b; }
 
-std::string field_path(const spec::KernelSpec& s, std::string_view field) {
-  return s.origin.json_path.empty() ? std::string(field) : fmt::format("{}.{}", s.origin.json_path, field);
-}
-
-[[noreturn]] void refuse(const spec::KernelSpec& s, std::string_view field, const std::string& message) {
-  throw spec::SpecError(s.origin.file, field_path(s, field), fmt::format("{}: {}", s.name, message));
-}
 
 // Quantized k and v (DESIGN.md section 13) serve inference, in blocks of 32
 // along D for q8_0 and q4_0; a float kv_dtype must be the spec's own.
@@ -233,6 +228,7 @@ void plan_key_group_merge(KernelPlan& p, uint32_t occupancy_budget) {
 }  // namespace
 
 KernelPlan plan_kernel(const spec::KernelSpec& s) {
+  if (s.kind == spec::Kind::cache_append) return plan_cache_append(s);
   refuse_unimplemented(s);
   KernelPlan p;
   p.spec = s;

@@ -89,6 +89,11 @@ inline constexpr uint32_t kSinksIndex = 15, kDSinksIndex = 16;
 inline constexpr uint32_t kCuSeqlensQIndex = 17, kCuSeqlensKIndex = 18;
 // Paged KV caches: the block table (B, max_pages) and the cache lengths (B,), int32.
 inline constexpr uint32_t kBlockTableIndex = 19, kCacheSeqlensIndex = 20;
+// cache_append kernels (cache_append_plan.h) write the caches bound where the
+// attention reads k and v (kKIndex, kVIndex), through the same block table
+// and lengths; the new rows come in at the decode partials' indices, which
+// they never use, with their per-sequence row offsets at kCuSeqlensKIndex.
+inline constexpr uint32_t kAppendNewKIndex = 8, kAppendNewVIndex = 9;
 // Backward kernels keep more fragments live (q, dO, dQ or k, v, dK, dV);
 // past 256 head dims they spill, which costs speed, not correctness.
 inline constexpr uint32_t kMaxBackwardFragmentRegistersPerThread = 1024;

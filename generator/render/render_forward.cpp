@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "expr/score_functions.h"
+#include "render/render_cache_append.h"
 #include "render/template_engine.h"
 #include "spec/canonical.h"
 
@@ -49,6 +50,7 @@ std::string forward_template_version() { return template_version(kForwardTemplat
 
 const char* kernel_template(const plan::KernelPlan& plan) {
   if (plan.spec.kind == spec::Kind::backward) return kBackwardTemplate;
+  if (plan.spec.kind == spec::Kind::cache_append) return kCacheAppendTemplate;
   return plan.tensor_ops ? kTensorOpsForwardTemplate : kForwardTemplate;
 }
 
@@ -59,6 +61,7 @@ std::string forward_kernel_hash(const plan::KernelPlan& plan) {
 }
 
 std::string render_forward(const plan::KernelPlan& plan) {
+  if (plan.spec.kind == spec::Kind::cache_append) return render_cache_append(plan);
   const char* name = kernel_template(plan);
   const spec::KernelSpec& s = plan.spec;
   const bool causal = s.causal != spec::Causal::none;

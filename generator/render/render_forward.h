@@ -13,10 +13,12 @@ inline constexpr const char* kForwardTemplate = "attention_forward.metal.mustach
 inline constexpr const char* kBackwardTemplate = "attention_backward.metal.mustache";
 // Forward kernels whose products run on Metal 4 TensorOps (plan.tensor_ops).
 inline constexpr const char* kTensorOpsForwardTemplate = "attention_forward_tensor_ops.metal.mustache";
+// Cache writes (kind cache_append, render_cache_append.h).
+inline constexpr const char* kCacheAppendTemplate = "cache_append.metal.mustache";
 
 // Renders any planned kernel: forward and decode kernels from the forward
 // template (TensorOps forward kernels from their own), backward kernels
-// (three entry points) from the backward one.
+// (three entry points) from the backward one, cache_append kernels from theirs.
 std::string render_forward(const plan::KernelPlan& plan);
 // The template a plan renders with, and its version.
 const char* kernel_template(const plan::KernelPlan& plan);

@@ -28,7 +28,8 @@ std::string_view short_name(DType t) {
 SelftestCase make_case(Kind kind, DType dtype, uint32_t head_dim, Causal causal, AttentionShape shape,
                        std::string_view suffix = {}) {
   SelftestCase c;
-  c.name = fmt::format("{}/{}/d{}/{}", spec::to_string(kind), short_name(dtype), head_dim, spec::to_string(causal));
+  c.name = fmt::format("{}/{}/d{}", spec::to_string(kind), short_name(dtype), head_dim);
+  if (kind != Kind::cache_append) c.name += fmt::format("/{}", spec::to_string(causal));  // writes have no causal mode
   if (!suffix.empty()) c.name += fmt::format("/{}", suffix);
   c.kernel.kind = kind;
   c.kernel.dtype = dtype;
@@ -133,6 +134,25 @@ std::vector<SelftestCase> every_case() {
   c = make_case(Kind::forward, DType::bfloat16, 64, Causal::bottom_right, {2, 4, 2, 40, 72}, "fp8_e4m3");
   c.kernel.kv_dtype = spec::KvDType::fp8_e4m3;
   all.push_back(c);
+
+  // Cache writes (kind cache_append): a step's new rows into paged and dense
+  // caches, quantized on write; judged byte for byte.
+  c = make_case(Kind::cache_append, DType::float16, 64, Causal::none, {3, 2, 2, 5, 0}, "paged_q8_0");
+  c.kernel.kv_cache = spec::KvCache::paged;
+  c.kernel.layout = spec::Layout::varlen;
+  c.kernel.kv_dtype = spec::KvDType::q8_0;
+  c.quick = true;
+  all.push_back(c);
+  c = make_case(Kind::cache_append, DType::bfloat16, 64, Causal::none, {3, 2, 2, 5, 0}, "paged_q4_0");
+  c.kernel.kv_cache = spec::KvCache::paged;
+  c.kernel.layout = spec::Layout::varlen;
+  c.kernel.kv_dtype = spec::KvDType::q4_0;
+  all.push_back(c);
+  c = make_case(Kind::cache_append, DType::float16, 80, Causal::none, {3, 1, 1, 5, 0}, "dense_fp8_e4m3");
+  c.kernel.kv_dtype = spec::KvDType::fp8_e4m3;
+  all.push_back(c);
+  all.push_back(make_case(Kind::cache_append, DType::float32, 48, Causal::none, {3, 2, 2, 5, 0}, "paged"));
+  all.back().kernel.kv_cache = spec::KvCache::paged;
 
   // Backward: preprocess, dK/dV and dQ after the forward of the same features.
   c = make_case(Kind::backward, DType::float16, 64, Causal::none, {1, 4, 2, 40, 40});

@@ -9,6 +9,7 @@
 #include "attention_reference.h"
 #include "gradient_tolerance.h"
 #include "quantized_kv.h"
+#include "selftest/cache_append_case.h"
 #include "selftest/case_inputs.h"
 #include "selftest/kernel_query.h"
 #include "session/tensor_encoding.h"
@@ -153,7 +154,10 @@ CaseResult run_case(const SelftestCase& c, const Library& library, Backend& back
   result.call = c.describe_call();
   result.error_injected = !options.inject_error.empty() && c.name.find(options.inject_error) != std::string::npos;
   try {
-    CaseRunner(c, library, backend, result.error_injected, result).run();
+    if (c.kernel.kind == spec::Kind::cache_append)
+      run_append_case(c, library, backend, result.error_injected, result);
+    else
+      CaseRunner(c, library, backend, result.error_injected, result).run();
   } catch (const std::exception& e) {
     result.error = e.what();
   }

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include "plan/dispatch_info.h"
+#include "selftest/cache_append_case.h"
 
 namespace mfagen::selftest {
 
 std::string SelftestCase::describe_call() const {
+  if (kernel.kind == spec::Kind::cache_append) return describe_append_call(*this);
   std::string d = fmt::format("B {}, Hq {}, Hkv {}, Sq {}, Sk {}", shape.batch, shape.heads_q, shape.heads_kv,
                               shape.seq_q, shape.seq_k);
   if (scale > 0) d += fmt::format(", scale {}", scale);

@@ -13,6 +13,7 @@ std::string_view short_name(Kind k) {
     case Kind::forward: return "fwd";
     case Kind::decode: return "decode";
     case Kind::backward: return "bwd";
+    case Kind::cache_append: return "append";
   }
   return "?";
 }
@@ -58,6 +59,14 @@ uint64_t fnv1a(std::string_view bytes, uint64_t h = 0xcbf29ce484222325ull) {
 }  // namespace
 
 std::string derived_name(const KernelSpec& s) {
+  if (s.kind == Kind::cache_append) {  // not attention: only what the write depends on
+    std::string n = fmt::format("kv_append_{}_d{}", short_name(s.dtype), s.head_dim);
+    if (s.head_dim_v != s.head_dim) n += fmt::format("_dv{}", s.head_dim_v);
+    if (s.layout == Layout::varlen) n += "_varlen";
+    if (s.kv_cache == KvCache::paged) n += "_paged";
+    if (s.kv_dtype != KvDType::as_dtype) n += fmt::format("_{}", to_string(s.kv_dtype));
+    return n;
+  }
   std::string n = fmt::format("attn_{}_{}_d{}", short_name(s.kind), short_name(s.dtype), s.head_dim);
   if (s.head_dim_v != s.head_dim) n += fmt::format("_dv{}", s.head_dim_v);
   if (s.causal == Causal::top_left) n += "_causal_tl";

@@ -9,6 +9,7 @@ std::string_view to_string(Kind v) {
     case Kind::forward: return "forward";
     case Kind::decode: return "decode";
     case Kind::backward: return "backward";
+    case Kind::cache_append: return "cache_append";
   }
   return "?";
 }

@@ -14,7 +14,9 @@
 
 namespace mfagen::spec {
 
-enum class Kind { forward, decode, backward };
+// cache_append: not attention, the kernel that writes a step's new keys and
+// values into a cache (paged or dense), quantizing them for a quantized one.
+enum class Kind { forward, decode, backward, cache_append };
 enum class DType { float16, bfloat16, float32 };
 enum class Causal { none, top_left, bottom_right };
 enum class MaskKind { none, boolean, additive };  // JSON spelling: "none", "bool", "additive"
@@ -36,7 +38,7 @@ enum class KvDType { as_dtype, float16, bfloat16, float32, q8_0, q4_0, fp8_e4m3 
 
 // Every value of each enum, in the order of DESIGN.md section 2, so that
 // parsers and error messages can list them ("expected one of ...").
-inline constexpr std::array kAllKinds{Kind::forward, Kind::decode, Kind::backward};
+inline constexpr std::array kAllKinds{Kind::forward, Kind::decode, Kind::backward, Kind::cache_append};
 inline constexpr std::array kAllDTypes{DType::float16, DType::bfloat16, DType::float32};
 inline constexpr std::array kAllCausals{Causal::none, Causal::top_left, Causal::bottom_right};
 inline constexpr std::array kAllMaskKinds{MaskKind::none, MaskKind::boolean, MaskKind::additive};

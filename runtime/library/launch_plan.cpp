@@ -131,6 +131,9 @@ LaunchPlan Library::launch_plan(const KernelEntry& kernel, const ForwardCall& ca
 
 LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& call, LaunchPlan& plan) {
   const ForwardKernelInfo& info = kernel.info;
+  if (kernel.kind == KernelKind::cache_append)
+    throw DispatchError("kernel " + kernel.name + " writes the KV cache (kind cache_append), it is not attention: plan "
+                        "it with plan_cache_append (mfagen/cache_append_dispatch.h)");
   // mask_mod kernels launch their _blocks entry first.
   const size_t first = info.mask_mod ? 1 : 0;
   const bool gradients = writes_capture_gradients(info);

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "mfagen/cache_append_dispatch.h"
 #include "mfagen/library.h"
 
 namespace mfagen {
@@ -73,8 +74,10 @@ struct Field {
   }
 };
 
-constexpr std::array<std::pair<std::string_view, KernelKind>, 3> kKinds{
-    {{"forward", KernelKind::forward}, {"decode", KernelKind::decode}, {"backward", KernelKind::backward}}};
+constexpr std::array<std::pair<std::string_view, KernelKind>, 4> kKinds{{{"forward", KernelKind::forward},
+                                                                          {"decode", KernelKind::decode},
+                                                                          {"backward", KernelKind::backward},
+                                                                          {"cache_append", KernelKind::cache_append}}};
 constexpr std::array<std::pair<std::string_view, ElementType>, 3> kDtypes{
     {{"float16", ElementType::float16}, {"bfloat16", ElementType::bfloat16}, {"float32", ElementType::float32}}};
 constexpr std::array<std::pair<std::string_view, CausalMode>, 3> kCausal{
@@ -112,6 +115,16 @@ ForwardCall canonical_call(const KernelEntry& e) {
     call.strides = e.info.paged ? packed_paged(call.shape, 1, 1, e.info.head_dim, e.info.head_dim_v, kv)
                                 : packed_varlen(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
   }
+  return call;
+}
+
+// The smallest cache write a cache_append kernel accepts, likewise.
+CacheAppendCall canonical_append(const KernelEntry& e) {
+  CacheAppendCall call{.batch = 1, .heads_kv = 1, .new_rows = 1};
+  if (e.info.varlen) call.total_new = 1;
+  if (e.info.paged) call.page_size = call.num_pages = call.max_pages = 1;
+  else call.cache_rows = 1;
+  contiguous_append_strides(e.info, call);
   return call;
 }
 
@@ -275,6 +288,7 @@ KernelEntry parse_kernel(const Field& k) {
   if (k.has("mods")) parse_mods(k.at("mods"), e);
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
+  info.cache_append = e.kind == KernelKind::cache_append;
   info.tensor_ops = e.requirements.tensor_ops;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");
 
@@ -312,13 +326,23 @@ KernelEntry parse_kernel(const Field& k) {
     params.at("buffer").fail(std::to_string(kForwardParams));
 
   // Cross-check the kernel's ABI against this runtime's planner.
-  const LaunchPlan plan = Library::launch_plan(e, canonical_call(e));
-  if (plan.params_size != e.params_bytes)
-    params.at("bytes").fail(std::to_string(plan.params_size) + " (the AttentionParams this runtime writes for a " +
-                            std::string(to_string(e.kind)) + " kernel with these features; generator and runtime differ)");
   std::vector<std::tuple<uint32_t, std::string, bool, bool>> expected, listed;
-  for (const LaunchPlan::Buffer& b : plan.buffers())
-    expected.emplace_back(b.index, std::string(b.name), b.written, b.scratch);
+  uint64_t params_size = 0;
+  if (e.kind == KernelKind::cache_append) {
+    const DispatchPlan plan = plan_cache_append(info, canonical_append(e));
+    params_size = plan.params.size();
+    for (const BufferRequirement& b : plan.buffers) expected.emplace_back(b.index, b.name, b.written, b.scratch);
+  } else {
+    const LaunchPlan plan = Library::launch_plan(e, canonical_call(e));
+    params_size = plan.params_size;
+    for (const LaunchPlan::Buffer& b : plan.buffers())
+      expected.emplace_back(b.index, std::string(b.name), b.written, b.scratch);
+  }
+  if (params_size != e.params_bytes)
+    params.at("bytes").fail(std::to_string(params_size) + " (the " +
+                            (e.kind == KernelKind::cache_append ? "AppendParams" : "AttentionParams") +
+                            " this runtime writes for a " +
+                            std::string(to_string(e.kind)) + " kernel with these features; generator and runtime differ)");
   const Field buffers = k.at("buffers");
   for (size_t i = 0; i < buffers.array().size(); ++i) {
     const Field b{buffers.value[i], buffers.path + "[" + std::to_string(i) + "]"};

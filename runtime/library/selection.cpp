@@ -154,8 +154,10 @@ std::string describe(const AttentionQuery& q) {
 void Library::build_index() {
   // Kernels grouped by exact key, each group most preferred first, ties in
   // manifest order (stable sort).
-  std::vector<uint32_t> order(kernels_.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  // Only attention kernels serve calls: cache_append kernels are not indexed.
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < kernels_.size(); ++i)
+    if (kernels_[i].kind != KernelKind::cache_append) order.push_back(i);
   std::vector<uint64_t> keys(kernels_.size());
   for (size_t i = 0; i < kernels_.size(); ++i) keys[i] = exact_key(kernels_[i]);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
@@ -183,8 +185,8 @@ void Library::build_index() {
     i = end;
   }
   partial_keys_.clear();
-  for (uint64_t key : keys)
-    for (const PartialKey& p : {kDimsKey, kKindDimsKey, kKindDimsCausalKey}) partial_keys_.push_back(p.of(key));
+  for (uint32_t i : order)
+    for (const PartialKey& p : {kDimsKey, kKindDimsKey, kKindDimsCausalKey}) partial_keys_.push_back(p.of(keys[i]));
   std::sort(partial_keys_.begin(), partial_keys_.end());
   partial_keys_.erase(std::unique(partial_keys_.begin(), partial_keys_.end()), partial_keys_.end());
 }
@@ -274,7 +276,8 @@ const KernelEntry& Library::select(const AttentionQuery& query, const DeviceCapa
                            "offers):" + refused);
   }
   std::vector<const KernelEntry*> closest;
-  for (const KernelEntry& k : kernels_) closest.push_back(&k);
+  for (const KernelEntry& k : kernels_)
+    if (k.kind != KernelKind::cache_append) closest.push_back(&k);
   std::stable_sort(closest.begin(), closest.end(), [&](const KernelEntry* a, const KernelEntry* b) {
     return distance(*a, query) < distance(*b, query);
   });
@@ -289,7 +292,10 @@ std::string_view to_string(ElementType t) {
   return t == ElementType::float16 ? "float16" : t == ElementType::bfloat16 ? "bfloat16" : "float32";
 }
 std::string_view to_string(KernelKind k) {
-  return k == KernelKind::forward ? "forward" : k == KernelKind::decode ? "decode" : "backward";
+  return k == KernelKind::forward    ? "forward"
+         : k == KernelKind::decode   ? "decode"
+         : k == KernelKind::backward ? "backward"
+                                     : "cache_append";
 }
 std::string_view to_string(CausalMode c) {
   return c == CausalMode::none ? "none" : c == CausalMode::top_left ? "top_left" : "bottom_right";

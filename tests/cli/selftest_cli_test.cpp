@@ -22,7 +22,8 @@ using ::testing::Not;
 
 // The quick matrix's cases.
 const std::vector<std::string> kQuickCases = {"forward/fp16/d64/bottom_right", "forward/fp16/d64/none/bool_mask",
-                                              "decode/fp16/d64/none/splits3", "backward/fp16/d64/none"};
+                                              "decode/fp16/d64/none/splits3", "cache_append/fp16/d64/paged_q8_0",
+                                              "backward/fp16/d64/none"};
 
 class SelftestCli : public test::MfagenCliTest {
  protected:
@@ -39,12 +40,12 @@ TEST_F(SelftestCli, QuickPassesOnTheCpuBackendAndWritesAReport) {
   EXPECT_THAT(r.out, HasSubstr("through the cpu backend"));
   EXPECT_THAT(r.out, HasSubstr("detectors on"));
   for (const std::string& name : kQuickCases) EXPECT_THAT(r.out, HasSubstr("PASS  " + name)) << name;
-  EXPECT_THAT(r.out, HasSubstr("4 cases: 4 passed, 0 failed"));
+  EXPECT_THAT(r.out, HasSubstr("5 cases: 5 passed, 0 failed"));
   EXPECT_THAT(r.out, Not(HasSubstr("FAIL")));
 
   const std::string md = read_text(report);
   EXPECT_THAT(md, HasSubstr("# mfagen selftest"));
-  EXPECT_THAT(md, HasSubstr("| result | **PASS**: 4 of 4 cases passed |"));
+  EXPECT_THAT(md, HasSubstr("| result | **PASS**: 5 of 5 cases passed |"));
   EXPECT_THAT(md, HasSubstr("| mfagen | 0.1.0 |"));
   EXPECT_THAT(md, HasSubstr("| machine | "));
   EXPECT_THAT(md, HasSubstr("| backend | cpu "));
@@ -64,9 +65,9 @@ TEST_F(SelftestCli, AnInjectedErrorFailsItsCaseAndTheExitStatusIsOne) {
   EXPECT_THAT(r.out, HasSubstr("FAIL  decode/fp16/d64/none/splits3"));
   EXPECT_THAT(r.out, HasSubstr("error injected on purpose"));
   EXPECT_THAT(r.out, HasSubstr("PASS  forward/fp16/d64/bottom_right"));
-  EXPECT_THAT(r.out, HasSubstr("4 cases: 3 passed, 1 failed"));
+  EXPECT_THAT(r.out, HasSubstr("5 cases: 4 passed, 1 failed"));
   const std::string md = read_text(report);  // written whatever the verdict
-  EXPECT_THAT(md, HasSubstr("| result | **FAIL**: 3 of 4 cases passed |"));
+  EXPECT_THAT(md, HasSubstr("| result | **FAIL**: 4 of 5 cases passed |"));
   EXPECT_THAT(md, HasSubstr("| decode/fp16/d64/none/splits3 | **FAIL** |"));
   EXPECT_THAT(md, HasSubstr("## Failures"));
   EXPECT_THAT(md, HasSubstr("--inject-error decode/"));

@@ -97,7 +97,7 @@ const BadSpec kBadSpecs[] = {
     {in_set(R"({"kind": 1, "dtype": "float16", "head_dim": 64})"),
      "bad.json: kernels[0].kind: expected a string, found a number"},
     {in_set(R"({"kind": "fwd", "dtype": "float16", "head_dim": 64})"),
-     R"(bad.json: kernels[0].kind: expected one of "forward", "decode", "backward", found "fwd")"},
+     R"(bad.json: kernels[0].kind: expected one of "forward", "decode", "backward", "cache_append", found "fwd")"},
     {in_set(R"({"dtype": "fp8", "head_dim": 64})"),
      R"(bad.json: kernels[0].dtype: expected one of "float16", "bfloat16", "float32", found "fp8")"},
     {in_set(R"({"dtype": "float16", "head_dim": 64, "causal": true})"),

@@ -90,6 +90,7 @@ struct ForwardKernelInfo {
   bool decode = false;          // split-K decode: entry writes partials, combine_entry merges them
   std::string combine_entry;
   bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
+  bool cache_append = false;    // not attention: writes new k and v into the cache (cache_append_dispatch.h)
   // Products by mpp::tensor_ops::matmul2d (Metal 4 TensorOps, DESIGN.md
   // section 15) instead of simdgroup_matrix: the kernel runs only on devices
   // that support them (manifest "requires"; KernelEntry::requirements).

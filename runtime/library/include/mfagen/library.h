@@ -24,7 +24,9 @@
 namespace mfagen {
 
 enum class ElementType : uint8_t { float16, bfloat16, float32 };
-enum class KernelKind : uint8_t { forward, decode, backward };
+// cache_append: not attention (never selected for a call); it writes new k
+// and v into the cache the attention reads (mfagen/cache_append_dispatch.h).
+enum class KernelKind : uint8_t { forward, decode, backward, cache_append };
 enum class CausalMode : uint8_t { none, top_left, bottom_right };
 
 // A Metal function constant a kernel declares (manifest "function_constants").
