@@ -30,6 +30,7 @@
 #include "mfagen/cpu/backend.h"
 #include "mfagen/forward_dispatch.h"
 #include "session/attention_call.h"
+#include "session/cache_append_call.h"
 #include "io/npy.h"
 #include "session/call_error.h"
 #include "session/quantized_cache_inputs.h"
@@ -306,6 +307,41 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
   return r;
 }
 
+// The int32 values of a described 1-d or 2-d tensor, in C order.
+std::vector<int32_t> int32_values(const session::HostTensor& t) {
+  if (t.dtype != session::HostDType::int32 || t.shape.empty() || t.shape.size() > 2)
+    throw session::CallError(fmt::format("{}: expected a 1-d or 2-d int32 tensor", t.name));
+  std::vector<int32_t> values;
+  for (uint64_t i = 0; i < t.shape[0]; ++i)
+    for (uint64_t j = 0; j < (t.shape.size() == 2 ? t.shape[1] : 1); ++j)
+      values.push_back(int32_t(t.value_at(t.shape.size() == 2 ? std::vector<uint64_t>{i, j} : std::vector<uint64_t>{i})));
+  return values;
+}
+
+// Writes new k and v into the caches in place with the cache_append kernel `spec`.
+void append_to_cache(const std::string& spec_json, const py::tuple& k_new, const py::tuple& v_new,
+                     const py::tuple& k_cache, const py::tuple& v_cache, const py::tuple& cache_seqlens,
+                     const std::optional<py::tuple>& block_table, const std::optional<py::tuple>& cu_seqlens,
+                     std::optional<double> k_scale, std::optional<double> v_scale) {
+  session::CacheAppendInputs in;
+  in.k_new = describe(k_new, "k");
+  in.v_new = describe(v_new, "v");
+  in.k_cache = describe(k_cache, "k_cache");
+  in.v_cache = describe(v_cache, "v_cache");
+  in.cache_seqlens = int32_values(describe(cache_seqlens, "cache_seqlens"));
+  if (block_table) {
+    const session::HostTensor table = describe(*block_table, "block_table");
+    in.block_table = int32_values(table);
+    in.max_pages = table.shape.size() == 2 ? table.shape[1] : 0;
+  }
+  if (cu_seqlens) in.cu_seqlens = int32_values(describe(*cu_seqlens, "cu_seqlens"));
+  in.k_scale = k_scale.value_or(1.0);
+  in.v_scale = v_scale.value_or(1.0);
+  const session::SpecLibrary& set = jit().kernels(spec_json);
+  py::gil_scoped_release unlocked;
+  session::run_cache_append(set, in, jit().backend());
+}
+
 // Remembers the key of a call mfagen.torch served on its Python path (the
 // 9 arguments of the call as it was made), with the call prepared from the
 // tensors the kernel read (as described for attention()). `out_template`
@@ -382,6 +418,11 @@ PYBIND11_MODULE(_mfagen, m) {
         py::arg("offset") = 0, py::arg("kv_dtype") = py::none(), py::arg("k_scale") = py::none(),
         py::arg("v_scale") = py::none(), py::arg("captures") = py::none(), py::arg("scalars") = py::none(),
         "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
+  m.def("append_to_cache", &python::append_to_cache, py::arg("spec"), py::arg("k"), py::arg("v"),
+        py::arg("k_cache"), py::arg("v_cache"), py::kw_only(), py::arg("cache_seqlens"),
+        py::arg("block_table") = py::none(), py::arg("cu_seqlens") = py::none(), py::arg("k_scale") = py::none(),
+        py::arg("v_scale") = py::none(),
+        "Writes new k and v into the caches in place with the cache_append kernel `spec` (quantizing on write).");
   m.def("load_library", [](const std::string& manifest) { return python::jit().load_library(manifest); },
         py::arg("manifest"), "Serves later calls from the kernels of an `mfagen generate` manifest; their names.");
   m.def("variants", [] { return python::jit().names(); }, "Names of the kernels generated in this process.");

@@ -69,6 +69,13 @@ def tensor(array, dtype):
     return t.view(dtype) if t.dtype != dtype else t
 
 
+def append_to_cache(spec, k, v, k_cache, v_cache, **kwargs):
+    """Writes new k and v into the caches in place with the cache_append kernel ``spec``; tensors in
+    kwargs are described."""
+    kwargs = {name: describe(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()}
+    _mfagen.append_to_cache(spec, describe(k), describe(v), describe(k_cache), describe(v_cache), **kwargs)
+
+
 def run(spec, q, k, v, **kwargs):
     """One call of the kernel ``spec``; tensors in kwargs are described."""
     for name, value in kwargs.items():

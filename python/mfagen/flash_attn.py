@@ -335,12 +335,10 @@ def _rotary(x, cos, sin, positions, interleaved):
 _ROW_BYTES = {"q8_0": (34, 32), "q4_0": (18, 32), "fp8_e4m3": (1, 1)}  # bytes and values per storage unit
 
 
-def _check_quantized_caches(q, k_cache, v_cache, kv_dtype, k_scale, v_scale, k):
+def _check_quantized_caches(q, k_cache, v_cache, kv_dtype, k_scale, v_scale):
     """Checks quantized caches' raw rows; returns Dv (the values of a v row)."""
     if kv_dtype not in _ROW_BYTES:
         raise ValueError(f"kv_dtype: {kv_dtype!r}; expected 'q8_0', 'q4_0' or 'fp8_e4m3'")
-    if k is not None:
-        raise NotImplementedError("k, v: appending to a quantized cache is not served yet")
     if kv_dtype != "fp8_e4m3" and (k_scale is not None or v_scale is not None):
         raise ValueError(f"k_scale, v_scale: they scale fp8_e4m3 caches, not {kv_dtype}")
     _check_tensor("q", q)
@@ -375,12 +373,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     Quantized caches (mfagen keywords, DESIGN.md section 13): ``kv_dtype`` "q8_0" or "q4_0" (llama.cpp's
     blocks of 32 values along D: 34 or 18 bytes) or "fp8_e4m3" (one byte per value, times ``k_scale`` and
     ``v_scale``), with k_cache and v_cache their raw stored rows: contiguous uint8 tensors whose last axis is
-    a row's bytes. Appending new k and v to a quantized cache is not served yet."""
+    a row's bytes. New k and v are quantized on write, in place, by mfagen's cache_append kernel (q8_0 and
+    q4_0 as llama.cpp's quantize_row_*_ref, fp8 to the nearest code of x / scale, saturating at 448)."""
     if kv_dtype is None:
         _check_common(q, k_cache, v_cache, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
         dim_v = v_cache.shape[-1]
     else:
-        dim_v = _check_quantized_caches(q, k_cache, v_cache, kv_dtype, k_scale, v_scale, k)
+        dim_v = _check_quantized_caches(q, k_cache, v_cache, kv_dtype, k_scale, v_scale)
         _check_common(q, q, q, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
     batch, seq_q = q.shape[0], q.shape[1]
     if cache_leftpad is not None:
@@ -429,11 +428,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         lengths = cache_seqlens
     new = 0 if k is None else k.shape[1]
     if k is not None:
-        for name, t, cache in (("k", k, k_cache), ("v", v, v_cache)):
+        for name, t, cache, dim in (("k", k, k_cache, q.shape[-1]), ("v", v, v_cache, dim_v)):
             _check_tensor(name, t)
-            if t.dtype != q.dtype or t.dim() != 4 or t.shape[0] != batch or t.shape[2:] != cache.shape[2:]:
+            if t.dtype != q.dtype or t.dim() != 4 or t.shape[0] != batch or t.shape[2:] != (cache.shape[2], dim):
                 raise ValueError(f"{name}: {t.dtype} of shape {tuple(t.shape)}; expected {q.dtype} (batch {batch}, "
-                                 f"S_new, {cache.shape[2]}, {cache.shape[3]})")
+                                 f"S_new, {cache.shape[2]}, {dim})")
     if lengths.min() < 0 or lengths.max() + new > capacity:
         raise ValueError(f"cache_seqlens: {lengths.tolist()} plus {new} new keys; expected each within the cache's "
                          f"{capacity} slots")
@@ -457,10 +456,19 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             positions = lengths64.view(-1, 1) + torch.arange(new).view(1, -1)  # (B, S_new)
             if rotary_cos is not None:
                 k = _rotary(k, rotary_cos, rotary_sin, positions, rotary_interleaved)
-            pages = block_table.long().gather(1, positions // page_size)
-            slots = positions % page_size
-            k_cache[pages, slots] = k  # in place, as flash-attn appends
-            v_cache[pages, slots] = v
+            if kv_dtype is None:
+                pages = block_table.long().gather(1, positions // page_size)
+                slots = positions % page_size
+                k_cache[pages, slots] = k  # in place, as flash-attn appends
+                v_cache[pages, slots] = v
+            else:  # quantized on write by mfagen's cache_append kernel, in place
+                spec = _kernels.spec_text(kind="cache_append", dtype=_kernels.KERNEL_DTYPES[q.dtype],
+                                          head_dim=q.shape[-1], head_dim_v=dim_v, kv_dtype=kv_dtype, kv_cache="paged")
+                scales = {} if kv_dtype != "fp8_e4m3" else dict(k_scale=float(1.0 if k_scale is None else k_scale),
+                                                                 v_scale=float(1.0 if v_scale is None else v_scale))
+                _kernels.append_to_cache(spec, k.transpose(1, 2), v.transpose(1, 2), k_cache, v_cache,
+                                         cache_seqlens=lengths.contiguous(), block_table=block_table.contiguous(),
+                                         **scales)
         seen = (lengths64 + new).to(torch.int32)
         q, variant, options = _kernel_call(q, dim_v, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                            kv_cache="paged")

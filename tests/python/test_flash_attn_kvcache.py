@@ -147,11 +147,101 @@ def test_quantized_caches(kind):
         assert_close(out[i:i + 1], ref, F32, what=f"{kind} out {i}")
 
 
+def fp8_values():
+    """The 127 non-negative E4M3FN magnitudes by code (0x7F, NaN, left out), in float64."""
+    codes = torch.arange(127)
+    exponent, mantissa = (codes >> 3).double(), (codes & 7).double()
+    return torch.where(exponent == 0, mantissa / 8 * 2.0**-6, (1 + mantissa / 8) * 2.0 ** (exponent - 7))
+
+
+def quantize_like_llama_cpp(kind, x, scale=1.0):
+    """Rows x (..., D) float32 as stored raw rows, written here independently of mfagen: llama.cpp's
+    quantize_row_q8_0_ref / quantize_row_q4_0_ref in float32 (roundf and the int8 cast done exactly), fp8 the
+    nearest code to the float32 x / scale with ties to the even code."""
+    x = x.float()
+    if kind == "fp8_e4m3":
+        q = (x / torch.tensor(scale, dtype=torch.float32)).double()
+        distance = (q.abs().unsqueeze(-1) - fp8_values()).abs()
+        nearest = distance == distance.min(dim=-1, keepdim=True).values
+        even = nearest & (torch.arange(127) % 2 == 0)
+        code = torch.where(even.any(-1), even.int().argmax(-1), nearest.int().argmax(-1))
+        return (code | torch.where(q < 0, 128, 0)).to(torch.uint8)
+    *lead, d = x.shape
+    blocks = x.reshape(*lead, d // 32, 32)
+    if kind == "q8_0":
+        amax = blocks.abs().amax(dim=-1, keepdim=True)
+        scale_d = amax / torch.tensor(127.0)
+        inverse = torch.where(scale_d != 0, torch.tensor(1.0) / scale_d, torch.zeros_like(scale_d))
+        product = (blocks * inverse).double()
+        codes = (torch.sign(product) * torch.floor(product.abs() + 0.5)).to(torch.int8).view(torch.uint8)
+    else:
+        first = blocks.abs().argmax(dim=-1, keepdim=True)  # argmax returns the first of equal maxima
+        scale_d = blocks.gather(-1, first) / torch.tensor(-8.0)
+        inverse = torch.where(scale_d != 0, torch.tensor(1.0) / scale_d, torch.zeros_like(scale_d))
+        shifted = blocks * inverse + torch.tensor(8.5)  # two float32 roundings, as the C code
+        nibbles = torch.clamp(shifted.trunc(), max=15).to(torch.uint8)
+        codes = nibbles[..., :16] | (nibbles[..., 16:] << 4)
+    scale_bytes = scale_d.half().view(torch.uint8).view(*lead, d // 32, 2)
+    return torch.cat((scale_bytes, codes), dim=-1).reshape(*lead, -1)
+
+
+def dequantize(kind, raw, d, scale=1.0):
+    """Raw rows (..., bytes) as float64 values (..., d), from the formats' definitions."""
+    if kind == "fp8_e4m3":
+        magnitude = fp8_values()[(raw & 0x7F).long()]
+        return torch.where(raw >= 128, -magnitude, magnitude) * scale
+    *lead, _ = raw.shape
+    blocks = raw.reshape(*lead, d // 32, -1)
+    scale_d = blocks[..., :2].contiguous().view(torch.float16).double()
+    if kind == "q8_0":
+        codes = blocks[..., 2:].contiguous().view(torch.int8).double()
+    else:
+        packed = blocks[..., 2:]
+        codes = torch.cat((packed & 0xF, packed >> 4), dim=-1).double() - 8
+    return (scale_d * codes).reshape(*lead, d)
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q4_0", "fp8_e4m3"])
+@pytest.mark.parametrize("paged", [False, True])
+def test_appending_to_a_quantized_cache_quantizes_on_write(kind, paged):
+    """New k and v appended to q8_0, q4_0 and fp8 caches are stored bit for bit as llama.cpp's quantizers
+    (written above, independently) store them; no other byte changes; the attention reads them back."""
+    generator = torch.Generator().manual_seed(9)
+    b, cap, hk, d, new = 2, 8, 2, 32, 3
+    scales = dict(k_scale=0.25, v_scale=0.125) if kind == "fp8_e4m3" else {}
+    k_raw, _ = quantized_rows(kind, (b * cap if paged else b, 4 if paged else cap, hk, d), generator)
+    v_raw, _ = quantized_rows(kind, (b * cap if paged else b, 4 if paged else cap, hk, d), generator)
+    table = torch.tensor([[5, 2], [7, 0]], dtype=torch.int32) if paged else None
+    k_new, v_new = torch.randn(b, new, hk, d, generator=generator), torch.randn(b, new, hk, d, generator=generator)
+    q = torch.randn(b, 2, 2 * hk, d, generator=generator)
+    lengths = torch.tensor([1, 5], dtype=torch.int32)
+    before_k, before_v = k_raw.clone(), v_raw.clone()
+    out = flash_attn_with_kvcache(q, k_raw, v_raw, k_new, v_new, cache_seqlens=lengths, block_table=table,
+                                  causal=True, kv_dtype=kind, **scales)
+    for cache, before, rows, name in ((k_raw, before_k, k_new, "k"), (v_raw, before_v, v_new, "v")):
+        scale = scales.get(f"{name}_scale", 1.0)
+        expected = before.clone()
+        for i in range(b):
+            for t in range(new):
+                position = int(lengths[i]) + t
+                where = (table[i, position // 4], position % 4) if paged else (i, position)
+                expected[where] = quantize_like_llama_cpp(kind, rows[i, t], scale)
+        assert torch.equal(cache, expected), f"{kind} {name} cache after the append"
+    for i in range(b):
+        n = int(lengths[i]) + new
+        positions = torch.arange(n)
+        where = (table[i].long()[positions // 4], positions % 4) if paged else (i, positions)
+        keys = dequantize(kind, k_raw[where], d, scales.get("k_scale", 1.0))
+        values = dequantize(kind, v_raw[where], d, scales.get("v_scale", 1.0))
+        ref, _ = reference_flash(q[i:i + 1].double(), keys[None], values[None], causal=True)
+        assert_close(out[i:i + 1], ref, F32, what=f"{kind} out {i}")
+
+
 def test_quantized_cache_errors_name_the_argument():
     raw = torch.zeros(2, 8, 1, 34, dtype=torch.uint8)
     q = torch.randn(2, 1, 1, 32)
-    with pytest.raises(NotImplementedError, match="appending to a quantized cache"):
-        flash_attn_with_kvcache(q, raw, raw, torch.randn(2, 1, 1, 32), torch.randn(2, 1, 1, 32), kv_dtype="q8_0")
+    with pytest.raises(ValueError, match=r"v: torch.float32 of shape \(2, 1, 1, 16\); expected torch.float32"):
+        flash_attn_with_kvcache(q, raw, raw, torch.randn(2, 1, 1, 32), torch.randn(2, 1, 1, 16), kv_dtype="q8_0")
     with pytest.raises(ValueError, match="k_cache: rows of 34 bytes hold 32 q8_0 values; expected q's head dim 64"):
         flash_attn_with_kvcache(torch.randn(2, 1, 1, 64), raw, raw, kv_dtype="q8_0")
     with pytest.raises(ValueError, match="kv_dtype: 'q5_1'"):
