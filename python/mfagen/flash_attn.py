@@ -20,7 +20,9 @@ new k and v in place at ``cache_seqlens`` (dense caches, ``cache_batch_idx``,
 or paged caches through ``block_table``, any page size), applies rotary
 embeddings (``rotary_cos``/``rotary_sin``, interleaved or not) and attends
 through mfagen's paged-cache kernel (a dense cache is read as one page per
-batch row). ``cache_leftpad`` raises NotImplementedError; ``num_splits`` is
+batch row). ``cache_leftpad`` (dense caches, as flash-attn) starts sequence b's
+keys at row cache_leftpad[b]: its keys are rows cache_leftpad[b] .. of its
+cache, aligned bottom-right over that length; ``num_splits`` is
 accepted and ignored (mfagen chooses splits). ``flash_attn_func`` and
 ``flash_attn_varlen_func`` also take the keyword ``sinks`` (gpt-oss's attention
 sinks, (H,) float32, with a gradient).
@@ -383,7 +385,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         _check_common(q, q, q, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
     batch, seq_q = q.shape[0], q.shape[1]
     if cache_leftpad is not None:
-        raise NotImplementedError("cache_leftpad: left-padded caches are not served yet")
+        if block_table is not None:
+            raise NotImplementedError("cache_leftpad with block_table: a paged cache starts every sequence at its "
+                                      "first page (flash-attn refuses this combination too)")
+        if rotary_cos is not None:
+            raise NotImplementedError("cache_leftpad with rotary_cos: rotary positions of left-padded caches are "
+                                      "not served yet")
     if (k is None) != (v is None):
         raise ValueError("k, v: new keys and values go together")
     if (rotary_cos is None) != (rotary_sin is None):
@@ -436,6 +443,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if lengths.min() < 0 or lengths.max() + new > capacity:
         raise ValueError(f"cache_seqlens: {lengths.tolist()} plus {new} new keys; expected each within the cache's "
                          f"{capacity} slots")
+    if cache_leftpad is not None:
+        _check_tensor("cache_leftpad", cache_leftpad)
+        if cache_leftpad.dtype != torch.int32 or cache_leftpad.shape != (batch,):
+            raise ValueError(f"cache_leftpad: {cache_leftpad.dtype} of shape {tuple(cache_leftpad.shape)}; expected "
+                             f"int32 ({batch},)")
+        if cache_leftpad.min() < 0 or (cache_leftpad > lengths).any():
+            raise ValueError(f"cache_leftpad: {cache_leftpad.tolist()}; expected each between 0 and its "
+                             f"cache_seqlens {lengths.tolist()}")
+        if not (k_cache.is_contiguous() and v_cache.is_contiguous()):
+            raise ValueError("k_cache, v_cache: with cache_leftpad the caches must be contiguous")
     if rotary_cos is not None:
         if rotary_cos.dim() != 2 or 2 * rotary_cos.shape[1] > q.shape[-1] or rotary_sin.shape != rotary_cos.shape:
             raise ValueError(f"rotary_cos: shape {tuple(rotary_cos.shape)}; expected (seqlen_ro, rotary_dim / 2) with "
@@ -478,6 +495,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             if kv_dtype == "fp8_e4m3":
                 options.update(k_scale=float(1.0 if k_scale is None else k_scale),
                                v_scale=float(1.0 if v_scale is None else v_scale))
+        if cache_leftpad is not None:
+            # Sequence b's keys start at row cache_leftpad[b] of its cache row: the caches read as pages of
+            # one slot, sequence b's block table listing its slots from there.
+            capacity_rows = k_cache.shape[1]
+            slots = (rows.long().view(batch, 1) * capacity_rows + cache_leftpad.long().view(batch, 1)
+                     + torch.arange(capacity_rows).view(1, -1))
+            block_table = torch.where(slots < k_cache.shape[0] * capacity_rows, slots, 0).to(torch.int32)
+            seen = seen - cache_leftpad
+            k_cache = k_cache.view(-1, 1, *k_cache.shape[2:])
+            v_cache = v_cache.view(-1, 1, *v_cache.shape[2:])
         tensors = dict(block_table=block_table.contiguous(), cache_seqlens=seen)
         if alibi_slopes is not None:
             tensors["alibi_slopes"] = alibi_slopes.contiguous()

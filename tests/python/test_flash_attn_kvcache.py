@@ -99,8 +99,9 @@ def test_kvcache_errors_name_the_argument():
     with pytest.raises(ValueError, match="block_table: pages 0..9"):
         flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=1,
                                 block_table=torch.tensor([[0], [9]], dtype=torch.int32))
-    with pytest.raises(NotImplementedError, match="cache_leftpad"):
-        flash_attn_with_kvcache(q, k_cache, v_cache, cache_leftpad=torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(NotImplementedError, match="cache_leftpad with rotary_cos"):
+        flash_attn_with_kvcache(q, k_cache, v_cache, rotary_cos=torch.ones(8, 2), rotary_sin=torch.ones(8, 2),
+                                cache_leftpad=torch.zeros(2, dtype=torch.int32))
     assert torch.equal(k_cache, saved)
 
 
@@ -294,3 +295,37 @@ def test_varlen_paged_cache_is_forward_only():
         flash_attn_varlen_func(q, k_cache, k_cache, torch.tensor([0, 3], dtype=torch.int32),
                                torch.tensor([0, 5], dtype=torch.int32), 3, 5,
                                block_table=torch.tensor([[1, 0]], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("kv_dtype", [None, "q8_0"])
+def test_cache_leftpad_starts_each_sequence_at_its_pad(kv_dtype):
+    """cache_leftpad (dense caches): sequence b's keys are rows cache_leftpad[b] .. cache_seqlens[b] + new of
+    its cache row, attended bottom-right over that length; new k and v still go to cache_seqlens[b]."""
+    generator = torch.Generator().manual_seed(3)
+    b, cap, hk, d, new = 3, 12, 1, 32, 2
+    q = torch.randn(b, 2, 2, d, generator=generator)
+    k_new, v_new = torch.randn(b, new, hk, d, generator=generator), torch.randn(b, new, hk, d, generator=generator)
+    lengths = torch.tensor([7, 3, 9], dtype=torch.int32)
+    leftpad = torch.tensor([2, 3, 0], dtype=torch.int32)
+    if kv_dtype is None:
+        k_cache, v_cache = torch.randn(b, cap, hk, d, generator=generator), torch.randn(b, cap, hk, d, generator=generator)
+    else:
+        k_cache, _ = quantized_rows(kv_dtype, (b, cap, hk, d), generator)
+        v_cache, _ = quantized_rows(kv_dtype, (b, cap, hk, d), generator)
+    for causal, window in ((True, (-1, -1)), (False, (2, 1))):
+        kc, vc = k_cache.clone(), v_cache.clone()
+        out = flash_attn_with_kvcache(q, kc, vc, k_new, v_new, cache_seqlens=lengths, cache_leftpad=leftpad,
+                                      causal=causal, window_size=window, kv_dtype=kv_dtype)
+        for i in range(b):
+            rows = slice(int(leftpad[i]), int(lengths[i]) + new)
+            keys = kc[i, rows] if kv_dtype is None else dequantize(kv_dtype, kc[i, rows], d)
+            values = vc[i, rows] if kv_dtype is None else dequantize(kv_dtype, vc[i, rows], d)
+            ref, _ = reference_flash(q[i:i + 1].double(), keys[None].double(), values[None].double(), causal=causal,
+                                     window_size=window)
+            assert_close(out[i:i + 1], ref, F32, what=f"leftpad out {i} (causal {causal}, window {window})")
+    with pytest.raises(NotImplementedError, match="cache_leftpad with block_table"):
+        flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=lengths, cache_leftpad=leftpad,
+                                block_table=torch.zeros(b, 1, dtype=torch.int32), kv_dtype=kv_dtype)
+    with pytest.raises(ValueError, match=r"cache_leftpad: \[8, 3, 0\]; expected each between 0 and its"):
+        flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=lengths,
+                                cache_leftpad=torch.tensor([8, 3, 0], dtype=torch.int32), kv_dtype=kv_dtype)
