@@ -11,8 +11,11 @@ kv head h // (Hq / Hkv)), rows with no visible key give 0, and dropout is
 applied whenever ``dropout_p > 0`` (Philox4x32-10, DESIGN.md section 13; the
 keyword ``dropout_seed`` fixes the 64-bit seed, else it is drawn from torch's
 generator). Gradients flow to query, key and value through mfagen's backward
-kernels; second-order gradients (``create_graph=True``) raise
-NotImplementedError.
+kernels, and to a float ``attn_mask`` that requires grad as dS = P (dP - D)
+summed over the dims the mask broadcasts along (computed from the kernel's
+lse in float32 with torch: it takes O(B Hq L S) memory, as the mask's own
+broadcast shape; not with dropout); second-order gradients
+(``create_graph=True``) raise NotImplementedError.
 
 A call's key is what decides its checks, kernel and plan: q, k, v and the
 mask's dtypes, shapes and strides, is_causal, scale and enable_gqa. From the
@@ -110,8 +113,9 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
         if broadcast != target:
             raise ValueError(f"attn_mask: shape {tuple(attn_mask.shape)} does not broadcast to the attention"
                              f" weights' shape {target}")
-        if attn_mask.dtype != torch.bool and attn_mask.requires_grad and torch.is_grad_enabled():
-            raise NotImplementedError("attn_mask: gradients with respect to a float mask are not served")
+        if attn_mask.dtype != torch.bool and attn_mask.requires_grad and torch.is_grad_enabled() and dropout_p > 0:
+            raise NotImplementedError("attn_mask: gradients with respect to a float mask with dropout_p > 0 are not "
+                                      "served")
 
 
 def _refuse_second_order():
@@ -143,7 +147,24 @@ class _Attention(torch.autograd.Function):
         result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, mask=mask,
                               d_out=d_out.contiguous(), out=out, lse=lse, **ctx.options)
         grads = [_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv")]
-        return grads[0], grads[1], grads[2], None, None, None
+        d_mask = None
+        if ctx.needs_input_grad[3]:
+            d_mask = _mask_gradient(q, k, v, mask, out, lse, d_out, ctx.options["scale"])
+        return grads[0], grads[1], grads[2], d_mask, None, None
+
+
+def _mask_gradient(q, k, v, mask, out, lse, d_out, scale):
+    """d loss / d mask for an additive mask: dS = P (dP - D), P = exp(S - lse) from the kernel's lse, summed
+    to the mask's shape (its broadcast dims). float32, written plainly with torch (O(B Hq L S) memory)."""
+    group = q.shape[1] // k.shape[1]
+    keys = k.float().repeat_interleave(group, dim=1)
+    values = v.float().repeat_interleave(group, dim=1)
+    scores = q.float() @ keys.transpose(-2, -1) * scale + mask.float()
+    weights = torch.exp(scores - lse.unsqueeze(-1))  # rows with no visible key: lse -inf, scores -inf
+    weights = torch.nan_to_num(weights, nan=0.0)
+    d_weights = d_out.float() @ values.transpose(-2, -1)
+    rows = (d_out.float() * out.float()).sum(dim=-1, keepdim=True)
+    return (weights * (d_weights - rows)).sum_to_size(mask.shape).to(mask.dtype)
 
 
 def _kernel_mask(attn_mask, weights_shape, batch):
@@ -211,7 +232,8 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
     if dropout_p > 0:
         seed = dropout_seed if dropout_seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         options.update(dropout=float(dropout_p), seed=int(seed) & (2**64 - 1))
-    differentiable = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    differentiable = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad or
+                                                  (mask is not None and mask.requires_grad))
     if differentiable:
         out = _Attention.apply(q, k, v, mask, variant, options)
     else:  # nothing to differentiate: no autograd node

@@ -188,3 +188,25 @@ def test_second_order_gradients_raise_instead_of_being_wrong():
         torch.autograd.grad(out.sum(), q, create_graph=True)
     (dq,) = torch.autograd.grad(out.sum(), q)  # first order still works
     assert dq.shape == q.shape
+
+
+@pytest.mark.parametrize("mask_shape", [(5, 7), (4, 1, 7), (1, 4, 5, 1), (2, 4, 5, 7)])
+def test_gradient_of_a_float_mask(mask_shape):
+    """A float attn_mask that requires grad gets d loss / d mask (summed over the dims it broadcasts along),
+    with GQA and a negative scale, against float64 autograd of the reference; q, k, v's gradients too."""
+    q, k, v = qkv(hq=4, hkv=2)
+    mask = torch.randn(mask_shape)
+    mask[..., 0] = float("-inf") if len(mask_shape) == 2 else mask[..., 0]  # a hidden key column
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v, mask)]
+    out = mt.scaled_dot_product_attention(*leaves[:3], attn_mask=leaves[3], scale=-0.4, enable_gqa=True)
+    ref_leaves = float64_leaves(q, k, v, mask)
+    ref = reference_sdpa(*ref_leaves[:3], attn_mask=ref_leaves[3], scale=-0.4, enable_gqa=True)
+    assert_close(out, ref, F32, what="out")
+    grad_out = torch.randn(out.shape)
+    grads = torch.autograd.grad(out, leaves, grad_out)
+    ref_grads = torch.autograd.grad(ref, ref_leaves, grad_out.double())
+    for name, g, r, leaf in zip(("dq", "dk", "dv", "d_mask"), grads, ref_grads, leaves):
+        assert g.shape == leaf.shape, name
+        finite = torch.isfinite(r)  # -inf mask entries: zero gradient both ways
+        assert_close(torch.where(finite, g, torch.zeros_like(g)), torch.where(finite, r, torch.zeros_like(r)), F32,
+                     gradient=True, what=name)
