@@ -12,6 +12,7 @@
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/token_view.h"
+#include "mfagen/msl/vec_partial_specializations.h"
 #include "mfagen/msl/vector_syntax.h"
 
 namespace mfagen::check {
@@ -90,6 +91,7 @@ class Lowering {
     });
     check_threadgroup_initializers();
     msl::drop_coherence_qualifiers(view_);
+    msl::lower_vec_partial_specializations(view_);
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);

@@ -21,6 +21,10 @@
 //     same pass as the cpu backend's);
 //   - Metal 3.2's coherence qualifier `coherent(system)` is dropped
 //     (mfagen/msl/coherence_qualifiers.h);
+//   - a class template partial specialization on vec<T, N> deduces the
+//     element of the stand-in's ext vector, and one on a bfloat vector is
+//     declared undefined (mfagen/msl/vec_partial_specializations.h, the same
+//     pass as the cpu backend's);
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
 //     renamed (mfagen/msl/opencl_keywords.h);
 //   - #include of anything but <metal_*> and

@@ -378,6 +378,39 @@ TEST(CheckRules, ThreadScopeWithoutIncludeAndCoherentBuffersAreValidMetal) {
   EXPECT_TRUE(r.ok()) << dump(r);
 }
 
+// MLX's fft/readwrite.h: a class template partially specialized on
+// vec<T, 2> is valid Metal (vec<T, n> names the builtin vector types, MSL
+// specification section 2.2), used for float2, half2, bool2 and int2 with T
+// their element type; the kernel of the cpu backend's
+// PeerConstructs.PartialSpecializationOnVecDeducesTheElement. Both lowerings
+// share the rewrite (mfagen/msl/vec_partial_specializations.h), so a bfloat
+// vector, which it cannot deduce, is an error in both.
+TEST(CheckRules, PartialSpecializationOnVecIsValidMetal) {
+  const std::string traits =
+      "template <typename storage_T>\n"
+      "struct PeerScalarOf {\n"
+      "  using scalar_T = storage_T;\n"
+      "  static constexpr constant int lanes = 1;\n"
+      "};\n"
+      "template <typename T>\n"
+      "struct PeerScalarOf<vec<T, 2>> {\n"
+      "  using scalar_T = T;\n"
+      "  static constexpr constant int lanes = 2;\n"
+      "};\n";
+  expect_clean(traits +
+               "kernel void vec_partial_specialization(device int* out [[buffer(0)]]) {\n"
+               "  out[0] = PeerScalarOf<float2>::lanes;\n"
+               "  out[1] = int(sizeof(PeerScalarOf<half2>::scalar_T));\n"
+               "  out[2] = int(is_same_v<PeerScalarOf<bool2>::scalar_T, bool>);\n"
+               "  out[3] = int(is_same_v<PeerScalarOf<metal::vec<int, 2>>::scalar_T, int>);\n"
+               "  out[4] = PeerScalarOf<float4>::lanes;\n"
+               "  out[5] = PeerScalarOf<float>::lanes;\n}\n");
+  expect_rule(traits +
+                  "kernel void k(device int* out [[buffer(0)]]) {\n"
+                  "  out[0] = PeerScalarOf<bfloat2>::lanes;  // HERE\n}\n",
+              rules::kCompileError);
+}
+
 // A long double literal is what Metal rejects (no long double).
 TEST(CheckRules, LongDoubleLiteral) {
   expect_rule(

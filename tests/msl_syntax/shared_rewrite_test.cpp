@@ -58,4 +58,27 @@ TEST(SharedRewrite, UnaryOperatorBeforeAVectorCastIsAnErrorAndAFinding) {
   }
 }
 
+// A class template partial specialization on vec<T, 2> (MLX's
+// fft/readwrite.h) lowers to the same text in both
+// (mfagen/msl/vec_partial_specializations.h): what the checker accepts is
+// what the cpu backend runs.
+TEST(SharedRewrite, PartialSpecializationOnVecLowersAlike) {
+  const std::string source =
+      "#include <metal_stdlib>\nusing namespace metal;\n"
+      "template <typename storage_T> struct Scalar { using type = storage_T; };\n"
+      "template <typename T> struct Scalar<metal::vec<T, 2>> {\n"
+      "  using type = T;\n};\n";
+  const std::string checked = mfagen::check::lower_for_check(source).text;
+  const std::string ran = mfagen::cpu::lower_msl("# 1 \"k.metal\"\n" + source, {}).text;
+  std::string line = line_starting_with(checked, "template <> struct Scalar");
+  EXPECT_EQ(line, line_starting_with(ran, "template <> struct Scalar"));
+  EXPECT_THAT(line, ::testing::HasSubstr("template <typename __mf_vec_elem_T> struct "
+                                         "Scalar<::__mf_ext_vec<__mf_vec_elem_T, 2>"));
+  EXPECT_THAT(line, ::testing::HasSubstr("template <> struct Scalar< ::metal::vec<bfloat, 2>>;"));
+  // T, the logical element (bool for bool vectors), opens the body.
+  line = line_starting_with(checked, "private: typedef");
+  EXPECT_EQ(line, line_starting_with(ran, "private: typedef"));
+  EXPECT_THAT(line, ::testing::HasSubstr("typedef ::__mf_vec_lelem_t<::__mf_ext_vec<__mf_vec_elem_T, 2>> T; public:"));
+}
+
 }  // namespace

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
 
 #include "mfagen/msl/cast_context.h"
+#include "mfagen/msl/vec_partial_specializations.h"
 
 namespace mfagen::cpu {
 namespace {
@@ -192,75 +192,6 @@ void lower_vec_in_alias_templates(TokenView& v) {
   }
 }
 
-// A class template partial specialization on `vec<T, N>` (MLX's
-// fft/readwrite.h: `template <typename T> struct FFTStorageTraits<vec<T, 2>>
-// { using scalar_T = T; };`). Metal's vec<T, N> is a builtin vector type
-// whose T and N deduce, so the specialization matches float2, half2, int2,
-// bool2, bfloat2, ... with T their element type (MSL specification, section
-// 2.2, vector data types: vec<T, n> names the builtin vector types). The
-// stand-in's vec goes through a trait, which clang cannot deduce through
-// ("this partial specialization will never be used"), and the primary
-// template would silently take vector arguments. With exactly one type
-// parameter T named only in one `vec<T, N>` (N a literal) among the
-// arguments, and the body opening right after them, the specialization
-// deduces the ext vector's element instead and T becomes a member alias of
-// the logical element (bool for bool vectors):
-//   template <typename __mf_vec_elem_T> struct S<::__mf_ext_vec<__mf_vec_elem_T, 2>> {
-//   private: typedef ::__mf_vec_lelem_t<::__mf_ext_vec<__mf_vec_elem_T, 2>> T; public: ...
-// A bfloat vector is a struct here, which no ext-vector pattern deduces, and
-// a second copy of the body could not be lowered like the first: the
-// specialization for it is declared and left undefined, so that using it is
-// a compile error ("implicit instantiation of undefined template
-// S<bfloat2>", noted at the partial specialization) instead of the primary
-// template's silently different meaning. Other forms stay as written.
-void lower_vec_partial_specializations(TokenView& v) {
-  for (size_t k = 0; k + 6 < v.count(); ++k) {
-    if (!v.is(k, "template") || !v.is(k + 1, "<") || in_standin(v, k)) continue;
-    size_t close = v.matching(k + 1);
-    if (close != k + 4 || !(v.is(k + 2, "typename") || v.is(k + 2, "class")) || !v.is_identifier(k + 3)) continue;
-    bool is_struct = v.is(close + 1, "struct");
-    if (!is_struct && !v.is(close + 1, "class")) continue;
-    if (!v.is_identifier(close + 2) || !v.is(close + 3, "<")) continue;
-    size_t args_open = close + 3, args_close = v.find_matching(args_open);
-    if (args_close >= v.count() || !v.is(args_close + 1, "{")) continue;
-    const std::string t(v.text(k + 3));
-    size_t uses = 0, vec_at = 0, vec_begin = 0;
-    for (size_t j = args_open + 1; j < args_close; ++j) {
-      if (v.text(j) != t) continue;
-      ++uses;
-      // [::][metal::]vec < T , N >
-      if (v.is(j - 1, "<") && v.is(j - 2, "vec") && v.is(j + 1, ",") && v.is(j + 3, ">") &&
-          std::isdigit(static_cast<unsigned char>(v.text(j + 2)[0]))) {
-        vec_at = j;
-        vec_begin = j - 2;
-        if (v.is(vec_begin - 1, "::") && v.is(vec_begin - 2, "metal")) vec_begin -= 2;
-        if (v.is(vec_begin - 1, "::")) --vec_begin;
-      }
-    }
-    if (uses != 1 || !vec_at) continue;
-    std::string n(v.text(vec_at + 2));
-    std::string elem = fmt::format("__mf_vec_elem_{}", t);
-    std::string ext = fmt::format("::__mf_ext_vec<{}, {}>", elem, n);
-    // The undefined specialization for the bfloat vector, before this one.
-    std::string bfloat_args;
-    for (size_t j = args_open + 1; j < args_close; ++j) {
-      if (j == vec_begin) {
-        bfloat_args += fmt::format(" ::metal::vec<bfloat, {}>", n);
-        j = vec_at + 3;
-        continue;
-      }
-      bfloat_args += " " + std::string(v.text(j));
-    }
-    v.insert_before(k, fmt::format("template <> {} {}<{}>; ", is_struct ? "struct" : "class", v.text(close + 2),
-                                   bfloat_args));
-    v.replace(k + 3, elem);
-    for (size_t j = vec_begin; j <= vec_at + 3; ++j) v.replace(j, j == vec_begin ? ext : "");
-    v.insert_before(args_close + 2, fmt::format("{}typedef ::__mf_vec_lelem_t<{}> {};{} ", is_struct ? "private: " : "",
-                                                ext, t, is_struct ? " public:" : ""));
-    k = args_close;
-  }
-}
-
 // `(T)x` and `T(x)` inside a template whose type parameter T may turn out
 // to be a vector (llama.cpp: `(q4_t) q4[i]`, `s2_t(x)` with q4_t = half4):
 // clang would bit-cast or reject them, Metal converts values. They become
@@ -353,7 +284,7 @@ void lower_dialect_differences(TokenView& v) {
   lower_function_pointer_template_parameters(v);
   lower_short_vector_braces(v);
   lower_dependent_casts(v);
-  lower_vec_partial_specializations(v);
+  msl::lower_vec_partial_specializations(v);
   lower_vec_in_alias_templates(v);
 }
 

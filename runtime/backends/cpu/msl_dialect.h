@@ -3,8 +3,10 @@
 // differently or rejects, found by compiling MLX's and llama.cpp's kernels
 // (docs/verification.md, "Third-party kernels"): decltype of locals,
 // reinterpret_cast to thread references, function-pointer template
-// parameters, short vector brace lists, casts to template vector types, and
-// vec<T, N> in alias templates. Each pass says why in msl_dialect.cpp; the
+// parameters, short vector brace lists, casts to template vector types,
+// vec<T, N> in alias templates, and class template partial specializations
+// on vec<T, N> (the checker's pass too, mfagen/msl/vec_partial_specializations.h).
+// Each pass says why in msl_dialect.cpp; the
 // helpers they insert live in mfagen_standin/lowering_support.h and
 // conversions.h. What only clang's type checker can see is repaired from its
 // diagnostics instead (diagnostic_repair.h).
