@@ -361,6 +361,18 @@ KernelEntry parse_kernel(const Field& k) {
 
 }  // namespace
 
+std::vector<uint32_t> Library::launch_threads(const KernelEntry& kernel) {
+  std::vector<uint32_t> threads;
+  if (kernel.kind == KernelKind::cache_append) {
+    for (const KernelLaunch& l : plan_cache_append(kernel.info, canonical_append(kernel)).launches)
+      threads.push_back(l.threads_per_threadgroup[0]);
+    return threads;
+  }
+  const LaunchPlan plan = launch_plan(kernel, canonical_call(kernel));
+  for (size_t i = 0; i < plan.launch_count; ++i) threads.push_back(plan.launch_storage[i].threads_per_threadgroup[0]);
+  return threads;
+}
+
 Library Library::load_from_memory(std::string_view manifest_json, std::filesystem::path directory) {
   Json m;
   try {

@@ -114,6 +114,9 @@ TEST_P(MetalBackendMatrixShard, EveryKindAndFeatureMatchesTheCpuBackendBitForBit
     const selftest::CaseResult judged = selftest::run_case(c, library(), metal);
     EXPECT_TRUE(judged.passed()) << judged.error;
     for (const selftest::Check& check : judged.checks) EXPECT_TRUE(check.ok) << check.tensor << ": " << check.detail;
+    // A cache write is judged byte for byte against the reference above: the
+    // cpu backend's bytes are the same ones (`mfagen selftest` passes there).
+    if (c.kernel.kind == spec::Kind::cache_append) continue;
 
     const KernelEntry& kernel = kernel_of(c);
     const test::AttentionCall call = test::make_call(c, kernel);

@@ -280,14 +280,10 @@ MTL::ComputePipelineState* MetalBackend::pipeline_for(MTL::Library* library, con
 // launch needs come from a plan of the smallest call (they do not depend on
 // the shape).
 MetalBackend::Pipelines MetalBackend::build_pipelines(const Library& library, const KernelEntry& kernel) {
-  ForwardCall call;
-  call.strides = contiguous_bhsd(call.shape, kernel.info.head_dim, kernel.info.head_dim_v);
-  if (kernel.info.softcap) call.softcap = 1;
-  const LaunchPlan plan = Library::launch_plan(kernel, call);
+  const std::vector<uint32_t> threads = Library::launch_threads(kernel);  // any kind and layout
   MTL::Library* lib = library_for(library, kernel);
   Pipelines result{};
-  for (size_t i = 0; i < plan.launch_count; ++i)
-    result[i] = pipeline_for(lib, kernel, kernel.entries[i], plan.launch_storage[i].threads_per_threadgroup[0]);
+  for (size_t i = 0; i < threads.size(); ++i) result[i] = pipeline_for(lib, kernel, kernel.entries[i], threads[i]);
   return result;
 }
 

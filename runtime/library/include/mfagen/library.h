@@ -149,6 +149,10 @@ class Library {
   static DispatchPlan plan(const KernelEntry& kernel, const ForwardCall& call) {
     return plan_forward(kernel.info, call);
   }
+  // Threads per threadgroup of each of the kernel's launches, in launch
+  // order (they do not depend on the call's shape): what a backend builds
+  // pipelines for ahead of a call. Any kind and layout, cache writes too.
+  static std::vector<uint32_t> launch_threads(const KernelEntry& kernel);
   // The same plan in fixed storage, for the hot path: no allocation, no
   // locks. A call the kernel cannot run throws the DispatchError plan()
   // throws (that path allocates). `kernel` must belong to a loaded Library.
