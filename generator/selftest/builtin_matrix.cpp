@@ -135,6 +135,21 @@ std::vector<SelftestCase> every_case() {
   c.kernel.kv_dtype = spec::KvDType::fp8_e4m3;
   all.push_back(c);
 
+  // Serving layouts: packed sequences, a paged cache, and both (a step's
+  // prefill chunks on the cache), each sequence of the case's lengths.
+  c = make_case(Kind::forward, DType::float16, 64, Causal::bottom_right, {3, 4, 2, 20, 40}, "varlen");
+  c.kernel.layout = spec::Layout::varlen;
+  all.push_back(c);
+  c = make_case(Kind::decode, DType::bfloat16, 64, Causal::bottom_right, {2, 8, 2, 2, 300}, "paged");
+  c.kernel.kv_cache = spec::KvCache::paged;
+  all.push_back(c);
+  c = make_case(Kind::forward, DType::float16, 64, Causal::bottom_right, {2, 4, 2, 17, 50}, "varlen_paged_q8_0");
+  c.kernel.layout = spec::Layout::varlen;
+  c.kernel.kv_cache = spec::KvCache::paged;
+  c.kernel.kv_dtype = spec::KvDType::q8_0;
+  c.kernel.sinks = true;
+  all.push_back(c);
+
   // Cache writes (kind cache_append): a step's new rows into paged and dense
   // caches, quantized on write; judged byte for byte.
   c = make_case(Kind::cache_append, DType::float16, 64, Causal::none, {3, 2, 2, 5, 0}, "paged_q8_0");

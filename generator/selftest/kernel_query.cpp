@@ -55,6 +55,8 @@ AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionS
   request.sinks = kernel.sinks;
   request.kv_format = plan::kv_format(kernel);
   request.dropout = kernel.dropout;
+  request.varlen = kernel.layout == spec::Layout::varlen;
+  request.paged = kernel.kv_cache == spec::KvCache::paged;
   return session::query_for(request, kind, runtime_dtype(kernel.dtype), runtime_causal(kernel.causal),
                             runtime_mask(kernel.mask), need_lse);
 }

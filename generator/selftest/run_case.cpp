@@ -11,6 +11,7 @@
 #include "quantized_kv.h"
 #include "selftest/cache_append_case.h"
 #include "selftest/case_inputs.h"
+#include "selftest/case_layouts.h"
 #include "selftest/kernel_query.h"
 #include "session/tensor_encoding.h"
 #include "tolerance.h"
@@ -81,7 +82,25 @@ class CaseRunner {
     out_.assign(s.batch * s.heads_q * s.seq_q * c_.kernel.head_dim_v * spec::dtype_bytes(c_.kernel.dtype),
                 std::byte{0x7f});
     lse_.assign(s.batch * s.heads_q * s.seq_q, 12345.0f);
-    run_kernel(backend_, library_, kernel, call_, forward_tensors(kernel.info.lse), result_);
+    if (serving_layout(c_)) {  // packed sequences or a paged cache: the dense inputs laid out so
+      LaidOutInputs laid = lay_out(c_, in_, call_);
+      TensorMap t = forward_tensors(kernel.info.lse);
+      t[kForwardQ] = laid.q;
+      t[kForwardK] = laid.k;
+      t[kForwardV] = laid.v;
+      const auto bind = [&](uint32_t index, std::vector<int32_t>& values) {
+        if (!values.empty()) t[index] = std::as_writable_bytes(std::span(values));
+      };
+      bind(kForwardCuSeqlensQ, laid.cu_seqlens_q);
+      bind(kForwardCuSeqlensK, laid.cu_seqlens_k);
+      bind(kForwardBlockTable, laid.block_table);
+      bind(kForwardCacheSeqlens, laid.cache_seqlens);
+      run_kernel(backend_, library_, kernel, laid.call, t, result_);
+      out_ = dense_out(c_, out_);
+      lse_ = dense_lse(c_, lse_);
+    } else {
+      run_kernel(backend_, library_, kernel, call_, forward_tensors(kernel.info.lse), result_);
+    }
 
     const reference::AttentionResult expected = reference::reference_attention(in_.problem);
     // Quantized caches: the yardstick dequantizes into the dtype.

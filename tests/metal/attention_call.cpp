@@ -4,6 +4,7 @@
 
 #include "attention_reference.h"
 #include "selftest/case_inputs.h"
+#include "selftest/case_layouts.h"
 #include "session/tensor_encoding.h"
 
 namespace mfagen::test {
@@ -18,6 +19,22 @@ AttentionCall make_call(const selftest::SelftestCase& c, const KernelEntry& kern
   if (!in.mask.empty()) out.inputs[kForwardMask] = in.mask;
   if (!in.alibi_slopes.empty()) out.inputs[kForwardAlibi] = in.alibi_slopes;
   if (!in.sinks.empty()) out.inputs[kForwardSinks] = in.sinks;
+  if (selftest::serving_layout(c)) {  // packed sequences or a paged cache, as the selftest lays them out
+    selftest::LaidOutInputs laid = selftest::lay_out(c, in, out.call);
+    out.call = laid.call;
+    out.inputs[kForwardQ] = laid.q;
+    out.inputs[kForwardK] = laid.k;
+    out.inputs[kForwardV] = laid.v;
+    const auto bytes_of = [](const std::vector<int32_t>& values) {
+      std::vector<std::byte> b(values.size() * sizeof(int32_t));
+      std::memcpy(b.data(), values.data(), b.size());
+      return b;
+    };
+    if (!laid.cu_seqlens_q.empty()) out.inputs[kForwardCuSeqlensQ] = bytes_of(laid.cu_seqlens_q);
+    if (!laid.cu_seqlens_k.empty()) out.inputs[kForwardCuSeqlensK] = bytes_of(laid.cu_seqlens_k);
+    if (!laid.block_table.empty()) out.inputs[kForwardBlockTable] = bytes_of(laid.block_table);
+    if (!laid.cache_seqlens.empty()) out.inputs[kForwardCacheSeqlens] = bytes_of(laid.cache_seqlens);
+  }
   if (kernel.info.backward) {
     // What a forward kernel gives the backward: out and lse of the same math
     // in the input dtype.
