@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 
 #include "spec/canonical.h"
+#include "spec/spec_parser.h"
 
 namespace mfagen::selftest {
 namespace {
@@ -45,6 +47,16 @@ uint64_t seed_of(std::string_view name) {
   uint64_t h = 14695981039346656037ull;  // 64-bit FNV-1a
   for (char ch : name) h = (h ^ uint8_t(ch)) * 1099511628211ull;
   return h;
+}
+
+// score_mod / mask_mod expressions compiled into the case's kernel (parsed as
+// a spec gives them), with the reference's plain functions of the same math.
+void add_score_functions(SelftestCase& c, std::string_view score_mod, std::string_view mask_mod) {
+  std::string json = fmt::format(R"({{"dtype": "{}", "head_dim": {})", spec::to_string(c.kernel.dtype),
+                                 c.kernel.head_dim);
+  if (!score_mod.empty()) json += fmt::format(R"(, "score_mod": "{}")", score_mod);
+  if (!mask_mod.empty()) json += fmt::format(R"(, "mask_mod": "{}")", mask_mod);
+  c.kernel.mods = spec::parse_spec_text(json + "}", "mfagen selftest").at(0).mods;
 }
 
 // Every feature at once, as DESIGN.md section 13 orders the score terms.
@@ -133,6 +145,20 @@ std::vector<SelftestCase> every_case() {
   all.push_back(c);
   c = make_case(Kind::forward, DType::bfloat16, 64, Causal::bottom_right, {2, 4, 2, 40, 72}, "fp8_e4m3");
   c.kernel.kv_dtype = spec::KvDType::fp8_e4m3;
+  all.push_back(c);
+
+  // score_mod and mask_mod: a distance penalty with block-local attention
+  // plus global keys (forward), and a tanh cap differentiated (backward).
+  c = make_case(Kind::forward, DType::float16, 64, Causal::none, {1, 4, 2, 40, 72}, "score_mask_mod");
+  add_score_functions(c, "score - 0.0625 * abs(q_idx - kv_idx)", "q_idx // 16 == kv_idx // 16 || kv_idx < 8");
+  c.reference_score_mod = [](double s, uint64_t, uint64_t, uint64_t i, uint64_t j) {
+    return s - 0.0625 * std::fabs(double(i) - double(j));
+  };
+  c.reference_mask_mod = [](uint64_t, uint64_t, uint64_t i, uint64_t j) { return i / 16 == j / 16 || j < 8; };
+  all.push_back(c);
+  c = make_case(Kind::backward, DType::float32, 64, Causal::bottom_right, {1, 2, 1, 30, 45}, "score_mod");
+  add_score_functions(c, "tanh(score / 4.0) * 4.0", "");
+  c.reference_score_mod = [](double s, uint64_t, uint64_t, uint64_t, uint64_t) { return std::tanh(s / 4.0) * 4.0; };
   all.push_back(c);
 
   // Serving layouts: packed sequences, a paged cache, and both (a step's

@@ -131,6 +131,8 @@ CaseInputs make_inputs(const SelftestCase& c) {
   p.scale = c.scale;
   if (c.kernel.window) p.window = {{c.window_left, c.window_right}};
   if (c.kernel.softcap) p.softcap = c.softcap;
+  p.score_mod = c.reference_score_mod;
+  p.mask_mod = c.reference_mask_mod;
   p.q = reference::random_tensor(s.batch * s.heads_q * s.seq_q * d, c.seed, type);
   in.q = session::encode_elements(p.q, c.kernel.dtype);
   if (spec::kv_quantized(c.kernel.kv_dtype)) {

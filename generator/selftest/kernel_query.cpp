@@ -6,6 +6,7 @@
 
 #include "plan/dispatch_info.h"
 #include "session/kernel_selection.h"
+#include "spec/canonical.h"
 
 namespace mfagen::selftest {
 namespace {
@@ -58,7 +59,7 @@ AttentionQuery query_for_kernel(const spec::KernelSpec& kernel, const AttentionS
   request.varlen = kernel.layout == spec::Layout::varlen;
   request.paged = kernel.kv_cache == spec::KvCache::paged;
   return session::query_for(request, kind, runtime_dtype(kernel.dtype), runtime_causal(kernel.causal),
-                            runtime_mask(kernel.mask), need_lse);
+                            runtime_mask(kernel.mask), need_lse, spec::mods_id(kernel));
 }
 
 const KernelEntry& select_named(const Library& library, const AttentionQuery& query, const std::string& expected,

@@ -4,6 +4,8 @@
 // reference (DESIGN.md section 3).
 #pragma once
 
+#include <functional>
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -31,6 +33,10 @@ struct SelftestCase {
   uint32_t splits = 0;                         // decode: key splits; 0 = chosen from the shape
   uint64_t seed = 1;
   bool quick = false;                          // also in the --quick matrix
+  // score_mod / mask_mod kernels (kernel.mods): the same functions written
+  // plainly for the float64 reference (b, h, q_idx, kv_idx as it passes them).
+  std::function<double(double, uint64_t, uint64_t, uint64_t, uint64_t)> reference_score_mod;
+  std::function<bool(uint64_t, uint64_t, uint64_t, uint64_t)> reference_mask_mod;
 
   // The call's shape and runtime values in words, e.g.
   // "B 1, Hq 4, Hkv 2, Sq 40, Sk 72, softcap 5".
