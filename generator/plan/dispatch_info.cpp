@@ -26,7 +26,8 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
                     kDqIndex == kBackwardDq && kDkIndex == kBackwardDk && kDvIndex == kBackwardDv &&
                     kDRowsIndex == kBackwardDRows && kSinksIndex == kForwardSinks && kDSinksIndex == kBackwardDSinks &&
                     kCuSeqlensQIndex == kForwardCuSeqlensQ && kCuSeqlensKIndex == kForwardCuSeqlensK &&
-                    kBlockTableIndex == kForwardBlockTable && kCacheSeqlensIndex == kForwardCacheSeqlens,
+                    kBlockTableIndex == kForwardBlockTable && kCacheSeqlensIndex == kForwardCacheSeqlens &&
+                    kWorkItemsIndex == kForwardWorkItems && kMergeItemsIndex == kForwardMergeItems,
                 "the planner's buffer table and the runtime's dispatch agree on indices");
   ForwardKernelInfo info;
   info.entry = p.entry;
@@ -73,6 +74,7 @@ ForwardKernelInfo forward_kernel_info(const KernelPlan& p) {
   info.combine_entry = p.combine_entry;
   info.backward = p.spec.kind == spec::Kind::backward;
   info.cache_append = p.spec.kind == spec::Kind::cache_append;
+  info.planned_batches = planned_batches(p.spec);
   info.tensor_ops = p.tensor_ops;
   return info;
 }

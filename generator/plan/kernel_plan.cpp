@@ -124,6 +124,11 @@ bool plain_forward_staging(const spec::KernelSpec& s) {
 
 bool splits_key_blocks(const spec::KernelSpec& s) { return plain_forward_staging(s) && s.mods.mask_mod.empty(); }
 
+bool planned_batches(const spec::KernelSpec& s) {
+  return s.kind == spec::Kind::forward && s.layout == spec::Layout::varlen && s.kv_cache == spec::KvCache::paged &&
+         !uses_tensor_ops(s);
+}
+
 namespace {
 
 std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
@@ -169,9 +174,13 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
     if (!gradients.empty())
       buffers.push_back({expr::kCaptureGradPartialsIndex, "capture_grad_partials", "device float*", true, true});
   }
-  if (s.kind == spec::Kind::decode) {
+  if (s.kind == spec::Kind::decode || planned_batches(s)) {
     buffers.push_back({kOutPartialIndex, "out_partial", "device float*", true, true});
     buffers.push_back({kLsePartialIndex, "lse_partial", "device float*", true, true});
+  }
+  if (planned_batches(s)) {
+    buffers.push_back({kWorkItemsIndex, "work_items", "device const BatchWork*", false});
+    buffers.push_back({kMergeItemsIndex, "merge_items", "device const BatchMerge*", false});
   }
   if (s.kind == spec::Kind::backward) {
     // out and lse are the forward's, read here.
@@ -203,6 +212,7 @@ uint32_t params_bytes(const spec::KernelSpec& s) {
   if (s.kv_dtype == spec::KvDType::fp8_e4m3) bytes += 4 * 2;  // k_scale, v_scale
   if (s.dropout) bytes += 4 * 5;  // threshold, scale, seed (2 words), offset
   if (s.kind == spec::Kind::decode) bytes += 4 * 3;         // splits, split_keys, row_blocks
+  if (planned_batches(s)) bytes += 4 * 2;                   // work_items, merge_items
   return round_up(bytes, 8);
 }
 
@@ -236,6 +246,7 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   p.tensor_ops = uses_tensor_ops(s);
   if (s.kind == spec::Kind::decode) p.combine_entry = s.name + "_combine";
   if (s.kind == spec::Kind::forward) p.entries = {s.name};
+  if (planned_batches(s)) p.entries.push_back(s.name + "_merge");
   if (s.kind == spec::Kind::decode) p.entries = {s.name, p.combine_entry};
   if (s.kind == spec::Kind::backward) p.entries = {s.name + "_preprocess", s.name + "_dkdv", s.name + "_dq"};
   if (s.kind == spec::Kind::backward && s.sinks) p.entries.push_back(s.name + "_dsinks");

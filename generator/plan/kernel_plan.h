@@ -94,6 +94,10 @@ inline constexpr uint32_t kBlockTableIndex = 19, kCacheSeqlensIndex = 20;
 // and lengths; the new rows come in at the decode partials' indices, which
 // they never use, with their per-sequence row offsets at kCuSeqlensKIndex.
 inline constexpr uint32_t kAppendNewKIndex = 8, kAppendNewVIndex = 9;
+// Planned batches (packed queries on a paged cache, planned_batches()): the
+// work and merge items of Library::plan_batch, at indices of backward
+// buffers no paged kernel binds; the split rows' partials at the decode's.
+inline constexpr uint32_t kWorkItemsIndex = 10, kMergeItemsIndex = 11;
 // Backward kernels keep more fragments live (q, dO, dQ or k, v, dK, dV);
 // past 256 head dims they spill, which costs speed, not correctness.
 inline constexpr uint32_t kMaxBackwardFragmentRegistersPerThread = 1024;
@@ -113,6 +117,11 @@ std::string kv_storage_type(const spec::KernelSpec& spec);
 // resident tile each (the other forwards stage through paged or
 // dequantizing copies).
 bool plain_forward_staging(const spec::KernelSpec& spec);
+
+// True for the kernels that also run a planned batch (packed queries on a
+// paged cache, simdgroup_matrix): a work item per threadgroup, split key
+// ranges merged by a second entry, <name>_merge.
+bool planned_batches(const spec::KernelSpec& spec);
 
 // True for the kernels that may take tiles.key_groups > 1: the plain
 // forward above without mask_mod (whose block classes skip whole staged

@@ -120,6 +120,10 @@ std::string render_forward(const plan::KernelPlan& plan) {
       // seq_q, seq_k: the kernel's locals (a varlen sequence's own lengths).
       {"offset_expr", s.causal == spec::Causal::top_left ? "0" : "int(seq_k) - int(seq_q)"},
       {"decode", s.kind == spec::Kind::decode},
+      {"planned", plan::planned_batches(s)},  // a planned batch's work items (Library::plan_batch)
+      {"writes_partials", s.kind == spec::Kind::decode || plan::planned_batches(s)},
+      {"work_items_index", number(plan::kWorkItemsIndex)},
+      {"merge_items_index", number(plan::kMergeItemsIndex)},
       {"simdgroup_matrix", !plan.tensor_ops},  // products by simdgroup_matrix MMAs (not matmul2d)
       {"stepped_rows", plan::plain_forward_staging(s)},  // K/V row pointers stepped per key block
       {"resident", plan.resident_tiles},

@@ -144,6 +144,7 @@ struct ForwardInputs {
   std::vector<float> sinks;
   ScoreFunctionInputs mods;
   std::vector<int32_t> block_table, cache_seqlens, cu_q, cu_k;  // copies: the backend binds mutable spans
+  BatchPlan batch_plan;  // packed queries on a paged cache: the step's work split (Library::plan_batch)
 
   void bind(TensorMap& tensors) {
     tensors[plan::kQIndex] = q.bytes;
@@ -159,6 +160,10 @@ struct ForwardInputs {
       tensors[plan::kCacheSeqlensIndex] = std::as_writable_bytes(std::span(cache_seqlens));
     }
     if (!cu_q.empty()) tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q));
+    if (!batch_plan.work.empty()) {
+      tensors[plan::kWorkItemsIndex] = std::as_writable_bytes(std::span(batch_plan.work));
+      tensors[plan::kMergeItemsIndex] = std::as_writable_bytes(std::span(batch_plan.merges));
+    }
     if (!cu_k.empty()) tensors[plan::kCuSeqlensKIndex] = std::as_writable_bytes(std::span(cu_k));
   }
 };
@@ -289,6 +294,14 @@ AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& i
   const bool backward = c.plan->spec.kind == spec::Kind::backward;
   ForwardCall call = runtime_values(geometry, options, in.kv_format);
   ForwardInputs forward = forward_inputs(in, *c.plan, geometry.shape, call);
+  if (c.entry->info.planned_batches) {  // a serving step: split long key ranges over the GPU
+    try {
+      Library::plan_batch(*c.entry, call, forward.cu_q, forward.cache_seqlens, forward.batch_plan);
+    } catch (const DispatchError& e) {
+      throw CallError(e.what());
+    }
+    call.batch_plan = &forward.batch_plan;
+  }
   std::optional<BackwardInputs> gradients_in;
   if (backward) gradients_in = backward_inputs(in, geometry, c.plan->spec.dtype);
 

@@ -108,6 +108,12 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
     require(call.total_q == 0 && call.total_k == 0,
             "kernel " + kernel.entry + " was generated for dense tensors (spec layout dense): total_q and total_k "
             "must stay 0");
+  if (call.batch_plan)
+    require(kernel.planned_batches && !call.batch_plan->work.empty() && !call.batch_plan->merges.empty() &&
+                call.batch_plan->work.size() <= UINT32_MAX && call.batch_plan->merge_count <= call.batch_plan->merges.size(),
+            kernel.planned_batches ? "the batch plan has no work item or merge storage: build it with plan_batch"
+                                   : "kernel " + kernel.entry + " runs no planned batch (only packed queries on a "
+                                     "paged cache do): leave batch_plan null");
   if (kernel.decode)
     require(shape.seq_q <= kMaxDecodeQueries, "kernel " + kernel.entry + " is a decode kernel: seq_q (" +
                                                   std::to_string(shape.seq_q) + ") must be at most " +
@@ -296,6 +302,17 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     plan.buffers.push_back({kForwardLsePartial, "lse_partial", checked_mul(slots, 4, "partials"), true, true});
   }
 
+  // Planned batches: the work and merge items the caller's plan holds (one
+  // unread scratch item each without a plan), the split rows' partials.
+  if (kernel.planned_batches) {
+    const BatchPlan* b = call.batch_plan;
+    const uint64_t slots = b ? std::max<uint64_t>(1, b->partial_slots) : 1;
+    plan.buffers.push_back({kForwardOutPartial, "out_partial", checked_mul(slots, uint64_t(kernel.head_dim_v) * 4, "partials"), true, true});
+    plan.buffers.push_back({kForwardLsePartial, "lse_partial", checked_mul(slots, 4, "partials"), true, true});
+    plan.buffers.push_back({kForwardWorkItems, "work_items", (b ? b->work.size() : 1) * sizeof(BatchWork), false, !b});
+    plan.buffers.push_back({kForwardMergeItems, "merge_items", (b ? b->merges.size() : 1) * sizeof(BatchMerge), false, !b});
+  }
+
   uint64_t gradient_elements = 0;  // backward: of the captured tensors' gradients
   if (kernel.backward) {
     // dO has the strides of out, dQ those of q, dK and dV those of k and v.
@@ -385,6 +402,20 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
                   kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
     launch(kernel.combine_entry, {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
            bound({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
+  } else if (kernel.planned_batches) {
+    // With a plan: a threadgroup per work item and q head, then the merge of
+    // the split blocks' rows; without one, the grid, and a merge with nothing to do.
+    const BatchPlan* b = call.batch_plan;
+    launch(kernel.entry, b ? std::array<uint64_t, 3>{b->work.size(), shape.heads_q, 1}
+                           : std::array<uint64_t, 3>{q_blocks, shape.heads_q, shape.batch},
+           kernel.threads, kernel.threadgroup_bytes,
+           bound({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardAlibi,
+                  kForwardSinks, kForwardCuSeqlensQ, kForwardBlockTable, kForwardCacheSeqlens, kForwardOutPartial,
+                  kForwardLsePartial, kForwardWorkItems}));
+    launch(kernel.entry + "_merge", {b ? std::max<uint64_t>(1, b->merge_count) : 1, kernel.block_q, shape.heads_q}, 32,
+           0,
+           bound({kForwardOut, kForwardLse, kForwardParams, kForwardSinks, kForwardCuSeqlensQ, kForwardOutPartial,
+                  kForwardLsePartial, kForwardMergeItems}));
   } else {
     launch(kernel.entry, {q_blocks, shape.heads_q, shape.batch}, kernel.threads, kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,

@@ -67,6 +67,9 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
   ok = ok && dropout_valid(kernel.dropout, call);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
+  const BatchPlan* b = call.batch_plan;
+  ok = ok && (!b || (kernel.planned_batches && !b->work.empty() && !b->merges.empty() && b->work.size() <= UINT32_MAX &&
+                     b->merge_count <= b->merges.size()));
   return ok;
 }
 
@@ -137,7 +140,8 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   // mask_mod kernels launch their _blocks entry first.
   const size_t first = info.mask_mod ? 1 : 0;
   const bool gradients = writes_capture_gradients(info);
-  if (kernel.entries.size() != first + (info.backward ? 3u + info.sinks + gradients : info.decode ? 2u : 1u))
+  if (kernel.entries.size() !=
+      first + (info.backward ? 3u + info.sinks + gradients : info.decode || info.planned_batches ? 2u : 1u))
     throw DispatchError("kernel " + kernel.name + " lists " + std::to_string(kernel.entries.size()) +
                         " entry points; launch_plan needs a KernelEntry of a loaded Library");
   if (!call_is_valid(info, call)) reject(kernel, call);
@@ -191,6 +195,16 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
   if (info.varlen) {
     add(kForwardCuSeqlensQ, "cu_seqlens_q", c.mul(s.batch + 1, 4), false);
     if (!info.paged) add(kForwardCuSeqlensK, "cu_seqlens_k", c.mul(s.batch + 1, 4), false);
+  }
+  const BatchPlan* batch_plan = call.batch_plan;
+  if (info.planned_batches) {  // plan_forward's planned-batch buffers
+    const uint64_t slots = batch_plan ? std::max<uint64_t>(1, batch_plan->partial_slots) : 1;
+    add(kForwardOutPartial, "out_partial", c.mul(slots, uint64_t(info.head_dim_v) * 4), true, true);
+    add(kForwardLsePartial, "lse_partial", c.mul(slots, 4), true, true);
+    add(kForwardWorkItems, "work_items", (batch_plan ? batch_plan->work.size() : 1) * sizeof(BatchWork), false,
+        !batch_plan);
+    add(kForwardMergeItems, "merge_items", (batch_plan ? batch_plan->merges.size() : 1) * sizeof(BatchMerge), false,
+        !batch_plan);
   }
 
   DecodeGrid decode;
@@ -280,6 +294,18 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
                  kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
     launch(1, s.seq_q, s.heads_q, s.batch, 32, 0,
            bits({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
+  } else if (info.planned_batches) {
+    const uint32_t work_buffers =
+        bits({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardAlibi, kForwardSinks,
+              kForwardCuSeqlensQ, kForwardBlockTable, kForwardCacheSeqlens, kForwardOutPartial, kForwardLsePartial,
+              kForwardWorkItems});
+    if (batch_plan)
+      launch(0, batch_plan->work.size(), s.heads_q, 1, info.threads, info.threadgroup_bytes, work_buffers);
+    else
+      launch(0, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes, work_buffers);
+    launch(1, batch_plan ? std::max<uint64_t>(1, batch_plan->merge_count) : 1, info.block_q, s.heads_q, 32, 0,
+           bits({kForwardOut, kForwardLse, kForwardParams, kForwardSinks, kForwardCuSeqlensQ, kForwardOutPartial,
+                 kForwardLsePartial, kForwardMergeItems}));
   } else {
     launch(0, q_blocks, s.heads_q, s.batch, info.threads, info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardOut, kForwardLse, kForwardParams, kForwardMask,

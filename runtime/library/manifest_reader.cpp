@@ -93,6 +93,7 @@ std::vector<std::string> expected_entries(const KernelEntry& e) {
   else if (e.kind == KernelKind::backward)
     entries.insert(entries.end(), {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"});
   else entries.push_back(e.name);
+  if (e.info.planned_batches) entries.push_back(e.name + "_merge");
   if (e.kind == KernelKind::backward && e.info.sinks) entries.push_back(e.name + "_dsinks");
   if (e.kind == KernelKind::backward && writes_capture_gradients(e.info)) entries.push_back(e.name + "_dcaptures");
   return entries;
@@ -108,6 +109,10 @@ ForwardCall canonical_call(const KernelEntry& e) {
   if (e.info.paged) {  // one page of one key
     call.page_size = call.num_pages = call.max_pages = 1;
     call.strides = paged_kv(call.shape, 1, e.info.head_dim, e.info.head_dim_v, kv);
+  }
+  if (e.info.planned_batches) {  // a plan of one work item: its buffers are the caller's
+    static const BatchPlan kOneItem{{BatchWork{}}, {BatchMerge{}}, 0, 0};
+    call.batch_plan = &kOneItem;
   }
   if (e.info.varlen) {  // one packed row each (no packed keys on a paged cache)
     call.total_q = 1;
@@ -289,6 +294,7 @@ KernelEntry parse_kernel(const Field& k) {
   info.decode = e.kind == KernelKind::decode;
   info.backward = e.kind == KernelKind::backward;
   info.cache_append = e.kind == KernelKind::cache_append;
+  info.planned_batches = e.kind == KernelKind::forward && info.varlen && info.paged && !e.requirements.tensor_ops;
   info.tensor_ops = e.requirements.tensor_ops;
   if (info.backward && !info.lse) spec.at("lse").fail("true (backward kernels read the forward's lse)");
 

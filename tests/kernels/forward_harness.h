@@ -60,6 +60,9 @@ struct ForwardCase {
   uint32_t page_size = 0;
   std::vector<uint32_t> cache_lengths;
   bool share_pages = false;
+  // Packed queries on a paged cache: > 0 runs a planned batch (Library::plan_batch
+  // with this many threadgroups, few enough to split long key ranges); 0 the grid.
+  uint32_t plan_threadgroups = 0;
   // Quantized k and v (q8_0, q4_0, fp8_e4m3): normal values stored in the
   // format; the reference dequantizes the stored rows (dense and paged cases).
   spec::KvDType kv_dtype = spec::KvDType::as_dtype;
@@ -93,7 +96,7 @@ struct ForwardOutcome {
   cpu::DispatchResult backward;                    // backward cases: the three backward launches
   std::vector<reference::ToleranceVerdict> gradients;  // backward cases: dq, dk, dv, and d_sinks with sinks
   std::vector<std::vector<float>> gradient_values;     // backward cases: dq, dk, dv (, d_sinks) as written
-  uint32_t splits = 0;             // decode: the key splits the dispatch used
+  uint32_t splits = 0;             // decode: the key splits the dispatch used; planned batch: blocks split
   std::vector<float> out_values;   // (B, Hq, Sq, Dv) as the kernel wrote them
   std::vector<float> lse_values;   // (B, Hq, Sq)
   std::string kernel_source;

@@ -8,6 +8,7 @@
 #include "attention_reference.h"
 #include "device_tensor.h"
 #include "packed_batch.h"
+#include "mfagen/library.h"
 #include "paged_cache.h"
 #include "plan/dispatch_info.h"
 #include "plan/kernel_plan.h"
@@ -85,6 +86,19 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   call.strides = packed ? packed_paged(shape, total_q, c.page_size, d, dv, kv_format)
                         : paged_kv(shape, c.page_size, d, dv, kv_format);
   if (packed) call.total_q = total_q;
+  // A planned batch: the work split Library::plan_batch makes of the host's lengths.
+  BatchPlan batch_plan;
+  if (packed && c.plan_threadgroups) {
+    KernelEntry entry;
+    entry.name = plan.entry;
+    entry.info = plan::forward_kernel_info(plan);
+    entry.causal = c.causal == spec::Causal::none       ? CausalMode::none
+                   : c.causal == spec::Causal::top_left ? CausalMode::top_left
+                                                        : CausalMode::bottom_right;
+    if (c.window) std::tie(call.window_left, call.window_right) = *c.window;
+    Library::plan_batch(entry, call, cu_q, cache.cache_seqlens, batch_plan, c.plan_threadgroups);
+    call.batch_plan = &batch_plan;
+  }
   call.k_scale = case_k_scale(c);
   call.v_scale = case_v_scale(c);
   call.page_size = c.page_size;
@@ -115,12 +129,17 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
       {plan::kBlockTableIndex, std::as_writable_bytes(std::span(table))},
       {plan::kCacheSeqlensIndex, std::as_writable_bytes(std::span(lengths))}};
   if (packed) tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q_buffer));
+  if (call.batch_plan) {
+    tensors[plan::kWorkItemsIndex] = std::as_writable_bytes(std::span(batch_plan.work));
+    tensors[plan::kMergeItemsIndex] = std::as_writable_bytes(std::span(batch_plan.merges));
+  }
   if (c.lse) tensors[plan::kLseIndex] = std::as_writable_bytes(std::span(lse));
   if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sink_values));
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slope_values));
   outcome.dispatch = cpu::execute(*kernel.module, dispatch, tensors, {}, {}, c.tensor_layout_seed);
   for (const KernelLaunch& l : dispatch.launches)
     if (l.entry == plan.entry && plan.spec.kind == spec::Kind::decode) outcome.splits = l.threadgroups[0];
+  if (call.batch_plan) outcome.splits = batch_plan.merge_count;
 
   // Each batch entry: its queries against the keys gathered from its pages.
   const std::vector<float> got = packed ? read_tensor(out, 1, 1, total_q * c.heads_q, dv, {0, 0, dv}, type)

@@ -9,6 +9,7 @@
 // chunks and decodes against the cache, with quantized caches.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "forward_harness.h"
@@ -101,6 +102,23 @@ std::vector<ForwardCase> cases() {
     c.target = spec::Target::apple10;  // TensorOps
     all.push_back(c);
   }
+  // A planned batch (Library::plan_batch): one long prefill chunk, decodes at
+  // long and short contexts, few threadgroups so that the long key ranges
+  // split and merge; with sinks (folded once, in the merge) and a window.
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {900, 40, 1200, 3, 64}, 0);
+    c.varlen_q = {70, 1, 1, 2, 64};
+    c.causal = Causal::bottom_right;
+    c.sinks = true;
+    c.plan_threadgroups = 24;
+    all.push_back(c);
+    c.kv_dtype = spec::KvDType::q8_0;
+    c.dtype = DType::bfloat16;
+    c.window = {{300, 0}};
+    c.sinks = false;
+    c.plan_threadgroups = 40;
+    all.push_back(c);
+  }
   return all;
 }
 
@@ -113,6 +131,22 @@ TEST_P(PagedKernel, EverySequenceMatchesItsFloat64Reference) {
   if (c.splits) {
     EXPECT_EQ(outcome.splits, c.splits);
   }
+  if (c.plan_threadgroups) {
+    EXPECT_GT(outcome.splits, 0u) << "the plan split no block: the test would not test the merge";
+  }
+}
+
+// A planned batch merges its splits in split order: two runs give the same bits.
+TEST(PlannedBatch, BitIdenticalRunToRun) {
+  ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {700, 1, 1000}, 0);
+  c.varlen_q = {3, 1, 1};
+  c.causal = Causal::bottom_right;
+  c.plan_threadgroups = 16;
+  const ForwardOutcome first = run_forward_case(c), second = run_forward_case(c);
+  ASSERT_TRUE(first.ok()) << first.report();
+  EXPECT_GT(first.splits, 0u);
+  EXPECT_EQ(std::memcmp(first.out_values.data(), second.out_values.data(), first.out_values.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(first.lse_values.data(), second.lse_values.data(), first.lse_values.size() * 4), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paged, PagedKernel, ::testing::ValuesIn(cases()),

@@ -132,10 +132,13 @@ TEST_P(MetalBackendMatrixShard, EveryKindAndFeatureMatchesTheCpuBackendBitForBit
       EXPECT_TRUE(on_metal_dispatch[b.index] == on_cpu[b.index]) << "run(DispatchPlan), buffer " << b.name;
       EXPECT_TRUE(encoded[b.index] == on_cpu[b.index]) << "prepare + encode, buffer " << b.name;
     }
-    // One launch per kernel function: mask_mod's _blocks first, decode's combine, the backward's three (+ d_sinks).
+    // One launch per kernel function: mask_mod's _blocks first, decode's combine, a planned batch's merge,
+    // the backward's three (+ d_sinks).
     EXPECT_EQ(plan.launch_count, kernel.entries.size());
-    EXPECT_EQ(kernel.entries.size(), (kernel.info.mask_mod ? 1u : 0u) + (kernel.info.backward ? 3u + kernel.info.sinks
-                                                                          : kernel.info.decode ? 2u : 1u));
+    EXPECT_EQ(kernel.entries.size(),
+              (kernel.info.mask_mod ? 1u : 0u) + (kernel.info.backward                                   ? 3u + kernel.info.sinks
+                                                  : kernel.info.decode || kernel.info.planned_batches ? 2u
+                                                                                                      : 1u));
   }
   EXPECT_GT(ran, 0u) << "every shard has cases";
 }

@@ -256,8 +256,13 @@ def test_what_the_python_path_refuses_is_refused_with_a_similar_key_cached():
     mask = torch.randn(5, 7, requires_grad=True)
     with torch.no_grad():
         call_until_served(q, k, v, attn_mask=mask)
+    # The key cached without autograd does not serve a call that needs the mask's gradient.
+    out = mt.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert out.requires_grad
+    (d_mask,) = torch.autograd.grad(out.sum(), (mask,))
+    assert d_mask.shape == mask.shape and torch.isfinite(d_mask).all()
     with pytest.raises(NotImplementedError, match="attn_mask"):
-        mt.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        mt.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.5)
 
 
 def test_subclasses_and_other_flag_types_take_the_python_path():

@@ -4,6 +4,8 @@
 // DispatchError for calls a kernel cannot run.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <functional>
 #include <random>
 
@@ -123,6 +125,50 @@ TEST(LaunchPlan, EqualsPlanForwardForEveryKernelAndManyShapes) {
       ++checked;
     }
   EXPECT_GT(checked, 5000u);
+}
+
+// Planned batches (Library::plan_batch): the allocation-free plan equals
+// plan_forward's, the work items cover every (sequence, query block) and
+// every key of it exactly once, and a few threadgroups split long ranges.
+TEST(LaunchPlan, PlannedBatchesEqualPlanForwardAndCoverEveryBlockOnce) {
+  std::mt19937_64 rng(11);
+  size_t planned = 0, split = 0;
+  for (const KernelEntry& kernel : launch_library().kernels()) {
+    if (!kernel.info.planned_batches) continue;
+    for (int i = 0; i < 50; ++i) {
+      ForwardCall call = random_call(kernel, rng);
+      std::vector<int32_t> cu = {0}, lengths;
+      for (uint64_t b = 0; b < call.shape.batch; ++b) {
+        cu.push_back(cu.back() + int32_t(b == 0 ? 1 + rng() % call.shape.seq_q : rng() % (call.shape.seq_q + 1)));
+        lengths.push_back(int32_t(rng() % (call.shape.seq_k + 1)));
+      }
+      call.total_q = uint64_t(cu.back());  // sequence 0 has a query: at least one packed row
+      call.strides = packed_paged(call.shape, call.total_q, call.page_size, kernel.info.head_dim,
+                                  kernel.info.head_dim_v, kernel.info.kv_format);
+      BatchPlan plan;
+      Library::plan_batch(kernel, call, cu, lengths, plan, uint32_t(8 + rng() % 64));
+      call.batch_plan = &plan;
+      std::string why;
+      ASSERT_TRUE(same(Library::launch_plan(kernel, call), Library::plan(kernel, call), why)) << kernel.name << ": " << why;
+      // Every (sequence, query block) once per key, in split order.
+      std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> ranges;
+      for (const BatchWork& w : plan.work)
+        if (w.q_block * int64_t(kernel.info.block_q) < int64_t(cu[w.batch + 1] - cu[w.batch]))
+          ranges[{w.batch, w.q_block}].push_back({w.key_begin, w.key_end});
+      uint64_t blocks = 0;
+      for (uint64_t b = 0; b < call.shape.batch; ++b)
+        blocks += (uint64_t(cu[b + 1] - cu[b]) + kernel.info.block_q - 1) / kernel.info.block_q;
+      EXPECT_EQ(ranges.size(), blocks);
+      for (auto& [block, keys] : ranges) {
+        std::sort(keys.begin(), keys.end());
+        for (size_t k = 1; k < keys.size(); ++k) EXPECT_EQ(keys[k].first, keys[k - 1].second) << "gap or overlap";
+      }
+      ++planned;
+      split += plan.merge_count > 0;
+    }
+  }
+  EXPECT_GT(planned, 0u);
+  EXPECT_GT(split, 0u) << "no plan split a block";
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -91,6 +91,10 @@ struct ForwardKernelInfo {
   std::string combine_entry;
   bool backward = false;        // entry + "_preprocess", "_dkdv", "_dq" (+ "_dsinks"): dQ, dK, dV from dO, out and lse
   bool cache_append = false;    // not attention: writes new k and v into the cache (cache_append_dispatch.h)
+  // Packed queries on a paged cache (varlen + paged, simdgroup_matrix): the
+  // kernel also runs a planned batch (ForwardCall::batch, Library::plan_batch)
+  // and has a second entry, entry + "_merge", that merges split key ranges.
+  bool planned_batches = false;
   // Products by mpp::tensor_ops::matmul2d (Metal 4 TensorOps, DESIGN.md
   // section 15) instead of simdgroup_matrix: the kernel runs only on devices
   // that support them (manifest "requires"; KernelEntry::requirements).
@@ -173,6 +177,30 @@ void check_paged_cache(const int32_t* block_table, const int32_t* cache_seqlens,
 void check_cu_seqlens(const int32_t* cu_seqlens, size_t count, uint64_t batch, uint64_t total, uint64_t longest,
                       std::string_view what);
 
+// A planned batch (kernels with planned_batches; Library::plan_batch builds
+// it from the host's cu_seqlens_q and cache_seqlens, once per serving step,
+// and every layer's call reuses it). One threadgroup per work item and q
+// head: query block `q_block` of sequence `batch` against its keys
+// [key_begin, key_end). A work item with partial >= 0 is split `split` of
+// `splits` of that block's keys: its rows go to partial slots
+// partial + (row * heads_q + head) * splits + split, and the merge launch
+// combines them in split order (bit-identical run to run); partial -1 writes
+// out and lse directly. The layouts are the kernel's BatchWork / BatchMerge
+// (8 int32 each); the caller binds them at kForwardWorkItems and
+// kForwardMergeItems.
+struct BatchWork {
+  int32_t batch = 0, q_block = 0, key_begin = 0, key_end = 0, partial = -1, split = 0, splits = 1, unused = 0;
+};
+struct BatchMerge {
+  int32_t batch = 0, q_block = 0, rows = 0, splits = 0, partial = 0, unused[3] = {0, 0, 0};
+};
+struct BatchPlan {
+  std::vector<BatchWork> work;    // at least one item (a no-op one for a batch without queries)
+  std::vector<BatchMerge> merges; // merge_count items, then a zero sentinel when there are none
+  uint32_t merge_count = 0;
+  uint64_t partial_slots = 0;     // (row, head, split) slots of the split blocks
+};
+
 // One call's runtime values beyond shape and strides. Values for features
 // the kernel was generated without must stay at their defaults.
 struct ForwardCall {
@@ -194,6 +222,9 @@ struct ForwardCall {
   // strides {page, head, slot} (paged_kv()); the block table has max_pages
   // entries per sequence. shape.seq_k is the longest cache length.
   uint64_t page_size = 0, num_pages = 0, max_pages = 0;
+  // planned_batches kernels: the batch's plan (owned by the caller, alive
+  // until the launch ran); null runs the grid over (query blocks, heads, batch).
+  const BatchPlan* batch_plan = nullptr;
   // fp8_e4m3 kernels: each stored value of k (v) times k_scale (v_scale).
   double k_scale = 1, v_scale = 1;
   // dropout kernels (DESIGN.md section 13): drop probability in [0, 1), the
@@ -247,6 +278,9 @@ void write_params(Writer& w, const ForwardKernelInfo& kernel, const ForwardCall&
         .put(uint32_t(call.dropout_seed >> 32)).put(call.dropout_offset);
   if (kernel.varlen) w.put(uint32_t(call.total_q)).put(uint32_t(call.total_k));
   if (kernel.decode) w.put(splits).put(split_keys).put(row_blocks);
+  if (kernel.planned_batches)
+    w.put(uint32_t(call.batch_plan ? call.batch_plan->work.size() : 0))
+        .put(uint32_t(call.batch_plan ? call.batch_plan->merge_count : 0));
 }
 
 // Whether a backward kernel writes gradients of captured tensors (its _dcaptures launch).
@@ -380,6 +414,9 @@ inline constexpr uint32_t kForwardQ = 0, kForwardK = 1, kForwardV = 2, kForwardO
                           kForwardCuSeqlensQ = 17, kForwardCuSeqlensK = 18, kForwardBlockTable = 19,
                           kForwardCacheSeqlens = 20, kForwardModScalars = 21, kForwardFirstCapture = 22,
                           kForwardBlockClasses = 30, kBackwardFirstCaptureGrad = 26, kBackwardCaptureGradPartials = 29;
+// Planned batches (a paged kernel has no backward buffers): the work and merge items; the split rows'
+// partial results at the decode partials' indices.
+inline constexpr uint32_t kForwardWorkItems = 10, kForwardMergeItems = 11;
 inline constexpr uint32_t kMaxCaptures = 4;  // indices 22..25
 // The buffers the score_mod / mask_mod functions read, bound to every launch that evaluates them:
 // scalars, captured tensors and mask_mod's block classes.

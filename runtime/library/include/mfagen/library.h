@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,6 +150,18 @@ class Library {
   static DispatchPlan plan(const KernelEntry& kernel, const ForwardCall& call) {
     return plan_forward(kernel.info, call);
   }
+  // A serving step's work split for a kernel with planned_batches (packed
+  // queries on a paged cache), into `plan`, from the host's cu_seqlens_q
+  // (B + 1) and cache_seqlens (B) and the call's shape, window and totals:
+  // each (sequence, query block) one work item, its keys split when longer
+  // than its share of about `threadgroups` threadgroups (per q head) so that
+  // one long sequence does not bound the launch; split blocks are merged by
+  // the kernel's _merge launch in split order (bit-identical run to run).
+  // Plan once per step and pass it (ForwardCall::batch_plan) to every
+  // layer's call; `plan` keeps its vectors' capacity, so a step whose plan
+  // does not grow allocates nothing. Throws DispatchError naming a bad input.
+  static void plan_batch(const KernelEntry& kernel, const ForwardCall& call, std::span<const int32_t> cu_seqlens_q,
+                         std::span<const int32_t> cache_seqlens, BatchPlan& plan, uint32_t threadgroups = 2048);
   // Threads per threadgroup of each of the kernel's launches, in launch
   // order (they do not depend on the call's shape): what a backend builds
   // pipelines for ahead of a call. Any kind and layout, cache writes too.
