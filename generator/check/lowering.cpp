@@ -11,6 +11,7 @@
 #include "mfagen/msl/coherence_qualifiers.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
+#include "mfagen/msl/redundant_constexpr_definitions.h"
 #include "mfagen/msl/token_view.h"
 #include "mfagen/msl/vec_partial_specializations.h"
 #include "mfagen/msl/vector_syntax.h"
@@ -91,6 +92,7 @@ class Lowering {
     });
     check_threadgroup_initializers();
     msl::drop_coherence_qualifiers(view_);
+    msl::drop_redundant_constexpr_member_definitions(view_);
     msl::lower_vec_partial_specializations(view_);
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);

@@ -21,6 +21,10 @@
 //     same pass as the cpu backend's);
 //   - Metal 3.2's coherence qualifier `coherent(system)` is dropped
 //     (mfagen/msl/coherence_qualifiers.h);
+//   - an out-of-class definition of a constexpr static data member without
+//     an initializer, redundant in C++17, is dropped
+//     (mfagen/msl/redundant_constexpr_definitions.h, the same pass as the
+//     cpu backend's);
 //   - a class template partial specialization on vec<T, N> deduces the
 //     element of the stand-in's ext vector, and one on a bfloat vector is
 //     declared undefined (mfagen/msl/vec_partial_specializations.h, the same

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <vector>
 
 #include "mfagen/msl/cast_context.h"
 
@@ -17,8 +18,10 @@ class VectorSyntaxLowering {
   VectorSyntaxLowering(TokenView& v, const VectorSyntaxProblemHandler& on_problem) : v_(v), on_problem_(on_problem) {}
 
   void run() {
+    collect_vector_aliases();
     for (size_t k = 0; k + 1 < v_.count(); ++k) {
       if (v_.in_attribute(k)) continue;
+      if (lower_alias(k)) continue;
       if (lower_vec_template(k)) continue;
       if (v_.is(k, "(") && is_vector_type_name(v_.text(k + 1)) && v_.is(k + 2, ")") && lower_cast(k)) {
         k += 2;
@@ -87,8 +90,96 @@ class VectorSyntaxLowering {
     return true;
   }
 
+  // An alias of a vector type names that vector type (C++14 [dcl.typedef]/2:
+  // a typedef-name is a synonym for its type), so `complex_T(x, -y)` with
+  // `using complex_T = vec<scalar_T, 2>;` is Metal's vector constructor, as
+  // `float2(x, -y)` is (MSL section 2.2: vec<T, n> names the builtin
+  // vectors; MLX's fft/readwrite.h). clang sees a functional cast to a
+  // (dependent) ext vector type instead, which takes one scalar. The alias
+  // definitions counted: `using NAME = [typename] [::][metal::]vec<...>;`,
+  // `using NAME = [metal::]float2;` (any builtin vector name or an alias
+  // counted before), and the same as `typedef ... NAME;`. A use is rewritten
+  // from the declaration to the end of the braces enclosing it (the class,
+  // function or namespace body; the file at global scope), where the name
+  // means the alias. Aliases of the stand-in's own headers are left alone.
+  struct VectorAlias {
+    std::string name;
+    size_t begin = 0;  // the first token after the declaration
+    size_t end = 0;    // the token closing the enclosing braces, or count()
+  };
+
+  // Token index after `[typename] [::] [metal ::]` at j.
+  size_t skip_type_prefix(size_t j) const {
+    if (v_.is(j, "typename")) ++j;
+    if (v_.is(j, "::")) ++j;
+    if (v_.is(j, "metal") && v_.is(j + 1, "::")) j += 2;
+    return j;
+  }
+
+  // The token after a vector type spelled at j (`vec<...>`, `float2`, a
+  // vector alias), or 0 when j spells no vector type.
+  size_t vector_type_end(size_t j, const std::set<std::string, std::less<>>& known) const {
+    j = skip_type_prefix(j);
+    if (v_.is(j, "vec") && v_.is(j + 1, "<")) {
+      size_t close = v_.find_matching(j + 1);
+      return close < v_.count() ? close + 1 : 0;
+    }
+    if (v_.is_identifier(j) && (is_vector_type_name(v_.text(j)) || known.contains(v_.text(j)))) return j + 1;
+    return 0;
+  }
+
+  size_t enclosing_close(size_t k) const {
+    int depth = 0;
+    for (size_t j = k; j < v_.count(); ++j) {
+      if (v_.is(j, "{")) ++depth;
+      if (v_.is(j, "}") && --depth < 0) return j;
+    }
+    return v_.count();
+  }
+
+  void collect_vector_aliases() {
+    std::set<std::string, std::less<>> known;
+    for (size_t k = 0; k + 3 < v_.count(); ++k) {
+      if (v_.in_attribute(k) || v_.file(k).find("/mfagen_standin/") != std::string_view::npos) continue;
+      if (v_.is(k, "using") && v_.is_identifier(k + 1) && v_.is(k + 2, "=")) {
+        size_t end = vector_type_end(k + 3, known);
+        if (!end || !v_.is(end, ";")) continue;
+        known.emplace(v_.text(k + 1));
+        aliases_.push_back({std::string(v_.text(k + 1)), end + 1, enclosing_close(end + 1)});
+      } else if (v_.is(k, "typedef")) {
+        size_t end = vector_type_end(k + 1, known);
+        if (!end || !v_.is_identifier(end) || !v_.is(end + 1, ";")) continue;
+        known.emplace(v_.text(end));
+        aliases_.push_back({std::string(v_.text(end)), end + 2, enclosing_close(end + 2)});
+      }
+    }
+  }
+
+  bool is_vector_alias_at(size_t k) const {
+    if (aliases_.empty() || !v_.is_identifier(k)) return false;
+    for (const VectorAlias& a : aliases_)
+      if (k >= a.begin && k < a.end && v_.is(k, a.name)) return true;
+    return false;
+  }
+
+  // NAME(...) and (NAME)x for a vector alias NAME in its scope.
+  bool lower_alias(size_t k) {
+    if (v_.is(k, "(") && is_vector_alias_at(k + 1) && v_.is(k + 2, ")") && !v_.is(k - 1, "::")) {
+      if (!rewritable_cast(k, k + 3)) return false;
+      v_.replace(k, "");
+      v_.replace(k + 1, fmt::format("::metal::__mf_vec_cast<{}>{{}} ->*", v_.text(k + 1)));
+      v_.replace(k + 2, "");
+      return true;
+    }
+    if (!is_vector_alias_at(k) || !v_.is(k + 1, "(")) return false;
+    if (after_member_access(v_, k) || v_.is(k - 1, "operator") || v_.is(k - 1, "::")) return false;
+    v_.replace(k, fmt::format("::metal::__mf_vec_ctor<{}>", v_.text(k)));
+    return true;
+  }
+
   TokenView& v_;
   const VectorSyntaxProblemHandler& on_problem_;
+  std::vector<VectorAlias> aliases_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // and a near miss that is valid Metal and passes clean. Every snippet is
 // checked twice, with the precompiled stand-in and parsing the stand-in for
 // the file, and both must report the same, byte for byte.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -409,6 +410,92 @@ TEST(CheckRules, PartialSpecializationOnVecIsValidMetal) {
                   "kernel void k(device int* out [[buffer(0)]]) {\n"
                   "  out[0] = PeerScalarOf<bfloat2>::lanes;  // HERE\n}\n",
               rules::kCompileError);
+}
+
+// MLX's fft/readwrite.h: `complex_T(x, -y)` and `(complex_T)i` with `using
+// complex_T = vec<scalar_T, 2>;` in a class template are Metal's vector
+// constructor and cast (the kernel of
+// PeerConstructs.ConstructorsAndCastsThroughVectorAliases). Both lowerings
+// share the rewrite (mfagen/msl/vector_syntax.h); before it, both reported
+// clang's "excess elements in scalar initializer". A constructor with more
+// elements than the vector stays an error in both.
+TEST(CheckRules, ConstructorsThroughVectorAliasesAreValidMetal) {
+  const std::string conj =
+      "template <typename T>\n"
+      "struct PeerConj {\n"
+      "  using scalar_T = T;\n"
+      "  using complex_T = vec<scalar_T, 2>;\n"
+      "  bool inv;\n"
+      "  complex_T post(complex_T e) const thread { return inv ? complex_T(e.x, -e.y) : e; }\n"
+      "  complex_T make(scalar_T a) const thread { return complex_T(a, 0); }\n"
+      "  complex_T cast(int2 i) const thread { return (complex_T)i; }\n"
+      "  complex_T wide(scalar_T a) const thread { return complex_T(a, a, a); }  // HERE\n"
+      "};\n";
+  expect_clean(conj +
+               "kernel void vector_alias_constructors(device float* out [[buffer(0)]]) {\n"
+               "  PeerConj<float> c{true};\n"
+               "  float2 a = c.post(float2(1.5f, 2.5f)), b = c.make(3.0f), d = c.cast(int2(7, -9));\n"
+               "  PeerConj<half> h{true};\n"
+               "  half2 e = h.post(half2(0.25h, -4.0h));\n"
+               "  typedef float4 peer_quad;\n"
+               "  peer_quad q = peer_quad(a, b);\n"
+               "  out[0] = a.x + b.y + d.x + float(e.x) + q.w;\n}\n");
+  // The stand-in's static_assert reports it, at the stand-in's line, with
+  // the instantiation noted at the marked line.
+  const std::string wide = kHeader + conj +
+                           "kernel void k(device float2* out [[buffer(0)]]) {\n"
+                           "  PeerConj<float> c{true};\n"
+                           "  out[0] = c.wide(1.0f);\n}\n";
+  CheckResult r = check_both_ways(wide, "wide.metal");
+  const std::string noted = fmt::format("{}:", line_of(wide, "// HERE"));
+  bool found = false;
+  for (const Diagnostic& d : r.diagnostics)
+    found |= d.rule == rules::kCompileError && d.message.find("Metal vector constructor") != std::string::npos &&
+             d.message.find("(note: " + noted) != std::string::npos;
+  EXPECT_TRUE(found) << dump(r);
+}
+
+// MLX's fft.h passes `radix2<T>` for a template parameter of type
+// `RadixFunc<T>`, an alias template of a pointer to function. The cpu
+// backend runs it (PeerConstructs.FunctionPointerAliasTemplateParameters);
+// the checker reports it as it reports `template <void (*op)(...)>`: a
+// function pointer, which it rejects in the kernels it checks.
+TEST(CheckRules, FunctionPointerAliasTemplateParameter) {
+  expect_rule(
+      "template <typename T>\n"
+      "using PeerButterfly = void (*)(thread vec<T, 2>*, thread vec<T, 2>*);  // HERE\n"
+      "template <typename T, PeerButterfly<T> butterfly>\n"
+      "void peer_step(thread vec<T, 2>* x, thread vec<T, 2>* y) { butterfly(x, y); }\n",
+      rules::kFunctionPointer);
+}
+
+// MLX's conv.metal redeclares its constexpr static members in the constant
+// space after the class, without an initializer (C++14's required
+// definition, redundant in C++17): valid Metal, dropped by both lowerings
+// (mfagen/msl/redundant_constexpr_definitions.h); before, both reported
+// "variable in constant address space must be initialized". A constant
+// variable without an initializer that is no such member stays that error.
+TEST(CheckRules, RedundantConstexprMemberDefinitionsAreValidMetal) {
+  expect_clean(
+      "struct PeerTable {\n"
+      "  static constant constexpr const float w[2][3] = {{1.5f, 2, 3}, {4, 5, -6}};\n"
+      "  static constant constexpr const int n = 7;\n"
+      "};\n"
+      "constant constexpr const float PeerTable::w[2][3];\n"
+      "constant constexpr const int PeerTable::n;\n"
+      "template <int N>\n"
+      "struct PeerTwice {\n"
+      "  static constant constexpr const int k = N * 2;\n"
+      "};\n"
+      "template <int N>\n"
+      "constexpr constant const int PeerTwice<N>::k;\n"
+      "kernel void constexpr_member_definitions(device float* out [[buffer(0)]],\n"
+      "                                         uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = PeerTable::w[i / 3][i % 3] * PeerTable::n + PeerTwice<5>::k;\n}\n");
+  expect_rule(
+      "constant const float peer_unset[2];  // HERE\n"
+      "kernel void k(device float* out [[buffer(0)]]) { out[0] = peer_unset[1]; }\n",
+      rules::kCompileError);
 }
 
 // A long double literal is what Metal rejects (no long double).

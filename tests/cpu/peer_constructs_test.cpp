@@ -176,5 +176,40 @@ TEST(PeerConstructs, PartialSpecializationOnVecDeducesTheElement) {
   EXPECT_EQ(out, (std::vector<int32_t>{2, 2, 1, 1, 1, 1}));
 }
 
+// MLX's fft/readwrite.h: `complex_T(elem.x, -elem.y)` with `using complex_T =
+// vec<scalar_T, 2>;` a member of a class template (and a cast to it, and a
+// typedef of float4 constructed from two float2s).
+TEST(PeerConstructs, ConstructorsAndCastsThroughVectorAliases) {
+  auto module = compile_constructs();
+  std::vector<float> out(9, -100.0f);
+  auto result = run(*module, "vector_alias_constructors", {1, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{1.5f, -2.5f, 3.0f, 0.0f, 0.25f, 4.0f, 7.0f, -9.0f, 1.5f - 2.5f + 3.0f}));
+}
+
+// MLX's fft.h: `RadixFunc<T> radix_func` template parameters, RadixFunc an
+// alias template of a pointer to function, given `radix2<T>`.
+TEST(PeerConstructs, FunctionPointerAliasTemplateParameters) {
+  auto module = compile_constructs();
+  std::vector<float> x = {1.0f, 2.0f, 0.5f, -3.0f};
+  std::vector<int32_t> i = {5, -7, 2, 11};
+  auto result = run(*module, "function_pointer_alias_template_arguments", {1, 1, 1}, {1, 1, 1},
+                    {bind(0, x), bind(1, i)});
+  EXPECT_TRUE(IsClean(result));
+  // (a, b) -> (a + b, a - b) three times is (2a + 2b, 2a - 2b).
+  EXPECT_EQ(x, (std::vector<float>{3.0f, -2.0f, 1.0f, 10.0f}));
+  EXPECT_EQ(i, (std::vector<int32_t>{7, 4, 3, -18}));
+}
+
+// MLX's conv.metal: `constant constexpr const float
+// WinogradTransforms<6, 3, 8>::wt_transform[8][8];` after the class.
+TEST(PeerConstructs, RedundantConstexprMemberDefinitions) {
+  auto module = compile_constructs();
+  std::vector<float> out(6, -100.0f);
+  auto result = run(*module, "constexpr_member_definitions", {6, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{1.5f * 7 + 10, 2 * 7 + 10, 3 * 7 + 10, 4 * 7 + 10, 5 * 7 + 10, -6 * 7 + 10}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

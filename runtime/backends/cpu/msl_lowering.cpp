@@ -12,6 +12,7 @@
 #include "mfagen/msl/coherence_qualifiers.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
+#include "mfagen/msl/redundant_constexpr_definitions.h"
 #include "mfagen/msl/syntax_error.h"
 #include "mfagen/msl/token_view.h"
 #include "mfagen/msl/vector_syntax.h"
@@ -71,6 +72,7 @@ class Lowering {
     reject_unbalanced_attributes();
     reject_unsupported_tokens();
     msl::drop_coherence_qualifiers(view_);
+    msl::drop_redundant_constexpr_member_definitions(view_);
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);
     lower_function_constants();

@@ -303,3 +303,79 @@ kernel void vec_partial_specialization(device int* out [[buffer(0)]]) {
   out[4] = PeerScalarOf<float4>::lanes;
   out[5] = PeerScalarOf<float>::lanes;
 }
+
+// MLX's fft/readwrite.h: `using complex_T = vec<scalar_T, 2>;` in a class
+// template, then `complex_T(elem.x, -elem.y)`: an alias of a vector type is
+// that vector type, so this is Metal's vector constructor (and
+// `(complex_T)x` its cast). out = {conj of (1.5, 2.5), (3, 0),
+// (half) conj of (0.25, -4), (complex_T)int2(7, -9), a typedef'd float4}.
+template <typename T>
+struct PeerConj {
+  using scalar_T = T;
+  using complex_T = vec<scalar_T, 2>;
+  bool inv;
+  complex_T post(complex_T e) const thread { return inv ? complex_T(e.x, -e.y) : e; }
+  complex_T make(scalar_T a) const thread { return complex_T(a, 0); }
+  complex_T cast(int2 i) const thread { return (complex_T)i; }
+};
+kernel void vector_alias_constructors(device float* out [[buffer(0)]]) {
+  PeerConj<float> c{true};
+  float2 a = c.post(float2(1.5f, 2.5f)), b = c.make(3.0f), d = c.cast(int2(7, -9));
+  PeerConj<half> h{true};
+  half2 e = h.post(half2(0.25h, -4.0h));
+  typedef float4 peer_quad;
+  peer_quad q = peer_quad(a, b);
+  out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
+  out[4] = float(e.x), out[5] = float(e.y), out[6] = d.x, out[7] = d.y;
+  out[8] = q.x + q.y + q.z + q.w;
+}
+
+// MLX's fft.h: a non-type template parameter whose type is an alias
+// template of a pointer to function, `template <typename T> using RadixFunc
+// = void (*)(thread vec<T, 2>*, thread vec<T, 2>*);` and `template
+// <typename T, int radix, RadixFunc<T> radix_func>`, given `radix2<T>`.
+// out = (x + y, x - y) applied to (x, y) `steps` times.
+template <typename T>
+using PeerButterfly = void (*)(thread vec<T, 2>*, thread vec<T, 2>*);
+template <typename T>
+METAL_FUNC void peer_radix2(thread vec<T, 2>* x, thread vec<T, 2>* y) {
+  y[0] = x[0] + x[1];
+  y[1] = x[0] - x[1];
+}
+template <typename T, int steps, PeerButterfly<T> butterfly>
+METAL_FUNC void peer_steps(thread vec<T, 2>* x) {
+  vec<T, 2> y[2];
+  for (int s = 0; s < steps; s++) {
+    butterfly(x, y);
+    x[0] = y[0], x[1] = y[1];
+  }
+}
+kernel void function_pointer_alias_template_arguments(device float2* io [[buffer(0)]], device int2* iio [[buffer(1)]]) {
+  float2 x[2] = {io[0], io[1]};
+  peer_steps<float, 3, peer_radix2<float>>(x);
+  io[0] = x[0], io[1] = x[1];
+  int2 i[2] = {iio[0], iio[1]};
+  peer_steps<int, 1, peer_radix2<int>>(i);
+  iio[0] = i[0], iio[1] = i[1];
+}
+
+// MLX's conv.metal: out-of-class definitions, without an initializer, of
+// constexpr static data members in the constant address space (required by
+// C++14 when the member is odr-used, redundant since C++17), also of a class
+// template's member. out[i] = w[i / 3][i % 3] * n + k, the table indexed at
+// run time (an odr-use).
+struct PeerTable {
+  static constant constexpr const float w[2][3] = {{1.5f, 2, 3}, {4, 5, -6}};
+  static constant constexpr const int n = 7;
+};
+constant constexpr const float PeerTable::w[2][3];
+constant constexpr const int PeerTable::n;
+template <int N>
+struct PeerTwice {
+  static constant constexpr const int k = N * 2;
+};
+template <int N>
+constexpr constant const int PeerTwice<N>::k;
+kernel void constexpr_member_definitions(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  out[i] = PeerTable::w[i / 3][i % 3] * PeerTable::n + PeerTwice<5>::k;
+}

@@ -7,6 +7,9 @@
 //   (float4)x              -> ::metal::__mf_vec_cast<float4>{} ->* x
 //   vec<float, 4>(...)     -> ::metal::__mf_vec_ctor<::metal::vec<float, 4>>(...)
 //   (vec<float, 4>)x       -> ::metal::__mf_vec_cast<::metal::vec<float, 4>>{} ->* x
+//   complex_T(...), (complex_T)x, where `using complex_T = vec<T, 2>;` (or
+//   `= float2;`, or a typedef) is in scope
+//                          -> ::metal::__mf_vec_ctor<complex_T>(...), ::metal::__mf_vec_cast<complex_T>{} ->* x
 // Attributes and member names (`.float4(`, `operator float4(`) stay.
 #pragma once
 
