@@ -157,3 +157,72 @@ void BM_SelectAndLaunchPlanSameCall(benchmark::State& state) {
 }
 BENCHMARK(BM_SelectAndLaunchPlanSameCall)->Arg(1)->Arg(3);
 }
+namespace {
+// A serving step (issue 37's mixed batch): 1 prefill chunk of 2048 tokens and
+// 63 decodes at 4k-32k context, GQA 32/4 (8), page size 16, f16 and q8_0
+// caches. plan_batch once per step (its vectors keep their capacity), then
+// launch_plan once per layer with the plan: the figures for "plan once, run
+// per layer"; allocations per iteration are counted.
+const Library& serving_library() {
+  static const Library l = Library::load_from_memory(test::manifest_for(
+      R"({"dtype": "float16", "head_dim": 128, "layout": "varlen", "kv_cache": "paged", "causal": "bottom_right",
+          "kv_dtype": ["float16", "q8_0"]})"));
+  return l;
+}
+struct ServingStep {
+  ForwardCall call;
+  std::vector<int32_t> cu_q = {0}, lengths, table;
+};
+ServingStep serving_step() {
+  ServingStep s;
+  const uint64_t batch = 64, page = 16;
+  uint64_t longest = 0;
+  for (uint64_t b = 0; b < batch; ++b) {
+    const int32_t q = b == 0 ? 2048 : 1;
+    const int32_t keys = b == 0 ? 2048 : int32_t(4096 + (b * 7919) % 28673);  // 4k .. 32k
+    s.cu_q.push_back(s.cu_q.back() + q);
+    s.lengths.push_back(keys);
+    longest = std::max<uint64_t>(longest, uint64_t(keys));
+  }
+  const uint64_t max_pages = (longest + page - 1) / page;
+  s.call.shape = {batch, 32, 4, 2048, longest};
+  s.call.total_q = uint64_t(s.cu_q.back());
+  s.call.page_size = page;
+  s.call.max_pages = max_pages;
+  s.call.num_pages = batch * max_pages;
+  return s;
+}
+void BM_ServingStepPlanBatch(benchmark::State& state) {
+  const KernelEntry& kernel = serving_library().kernels().at(size_t(state.range(0)));
+  ServingStep s = serving_step();
+  s.call.strides = packed_paged(s.call.shape, s.call.total_q, s.call.page_size, 128, 128, kernel.info.kv_format);
+  BatchPlan plan;
+  Library::plan_batch(kernel, s.call, s.cu_q, s.lengths, plan);  // the first step sizes the vectors
+  const uint64_t before = g_allocations.load();
+  for (auto _ : state) {
+    Library::plan_batch(kernel, s.call, s.cu_q, s.lengths, plan);
+    benchmark::DoNotOptimize(plan);
+  }
+  report_allocations(state, before);
+  state.SetLabel(kernel.name + ": " + std::to_string(plan.work.size()) + " work items, " +
+                 std::to_string(plan.merge_count) + " split blocks");
+}
+BENCHMARK(BM_ServingStepPlanBatch)->Arg(0)->Arg(1);
+void BM_ServingStepLaunchPlanPerLayer(benchmark::State& state) {
+  const KernelEntry& kernel = serving_library().kernels().at(size_t(state.range(0)));
+  ServingStep s = serving_step();
+  s.call.strides = packed_paged(s.call.shape, s.call.total_q, s.call.page_size, 128, 128, kernel.info.kv_format);
+  BatchPlan batch;
+  Library::plan_batch(kernel, s.call, s.cu_q, s.lengths, batch);
+  s.call.batch_plan = &batch;
+  LaunchPlan plan;
+  const uint64_t before = g_allocations.load();
+  for (auto _ : state) {
+    Library::launch_plan(kernel, s.call, plan);
+    benchmark::DoNotOptimize(plan);
+  }
+  report_allocations(state, before);
+  state.SetLabel(kernel.name);
+}
+BENCHMARK(BM_ServingStepLaunchPlanPerLayer)->Arg(0)->Arg(1);
+}  // namespace
