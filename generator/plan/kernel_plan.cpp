@@ -62,10 +62,10 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
            "dropout is a training feature (kind forward or backward on dense k and v); decode, paged and quantized "
            "caches serve inference: leave dropout out");
   if (s.mods.any() && (s.kind == spec::Kind::decode || s.layout == spec::Layout::varlen ||
-                       s.kv_cache == spec::KvCache::paged || spec::kv_quantized(s.kv_dtype)))
+                       spec::kv_quantized(s.kv_dtype)))
     refuse(s, s.mods.score_mod.empty() ? "mask_mod" : "score_mod",
-           "score_mod and mask_mod compile into forward and backward kernels on dense tensors in this version "
-           "(kind forward or backward, layout dense, kv_cache dense, k and v in the spec's dtype)");
+           "score_mod and mask_mod compile into forward and backward kernels on dense queries in this version "
+           "(kind forward or backward, layout dense, k and v in the spec's dtype; a paged cache with the forward)");
   if (s.kind == spec::Kind::backward && expr::gradient_captures(s.mods).size() > expr::kMaxCaptureGradients)
     refuse(s, "score_mod",
            fmt::format("the backward writes a gradient for each float captured tensor score_mod reads, at most {} "

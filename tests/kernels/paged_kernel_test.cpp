@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "forward_harness.h"
+#include "score_functions_harness.h"
 
 namespace mfagen::test {
 namespace {
@@ -117,6 +118,18 @@ std::vector<ForwardCase> cases() {
     c.window = {{300, 0}};
     c.sinks = false;
     c.plan_threadgroups = 40;
+    all.push_back(c);
+  }
+  // score_mod and mask_mod on a paged cache (prefill against it): per-token
+  // document ids of the keys (captured, sized by the longest cache) and a
+  // relative position bias; each sequence's functions see its own b.
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {100, 300, 37}, 20);
+    c.causal = Causal::bottom_right;
+    c.mods = document_mask_case(RecipeShape{3, 8, 20, 300}, 17, 3);
+    all.push_back(c);
+    c.mods = relative_bias_case(RecipeShape{3, 8, 20, 300}, 23);
+    c.causal = Causal::none;
     all.push_back(c);
   }
   return all;
