@@ -108,6 +108,8 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
     require(call.total_q == 0 && call.total_k == 0,
             "kernel " + kernel.entry + " was generated for dense tensors (spec layout dense): total_q and total_k "
             "must stay 0");
+  require(call.block_classes == BlockClasses::computed || kernel.mask_mod,
+          "kernel " + kernel.entry + " has no mask_mod: its calls take no block classes (leave block_classes computed)");
   if (call.batch_plan)
     require(kernel.planned_batches && !call.batch_plan->work.empty() && !call.batch_plan->merges.empty() &&
                 call.batch_plan->work.size() <= UINT32_MAX && call.batch_plan->merge_count <= call.batch_plan->merges.size(),
@@ -279,7 +281,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     plan.buffers.push_back({kForwardBlockClasses, "block_classes",
                             checked_mul(checked_mul(mask_tables(kernel, shape), q_blocks, "block_classes"), k_blocks,
                                         "block_classes"),
-                            true, true});
+                            call.block_classes != BlockClasses::given, call.block_classes == BlockClasses::computed});
   if (kernel.paged) {
     plan.buffers.push_back({kForwardBlockTable, "block_table",
                             checked_mul(checked_mul(shape.batch, call.max_pages, "block_table"), 4, "block_table"), false});
@@ -369,9 +371,16 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     std::sort(l.buffers.begin(), l.buffers.end());  // bound in ascending order, as LaunchPlan keeps them
     plan.launches.push_back(std::move(l));
   };
-  if (kernel.mask_mod)
+  if (kernel.mask_mod && call.block_classes != BlockClasses::given)
     launch(kernel.entry + "_blocks", {k_blocks, q_blocks, mask_tables(kernel, shape)}, 32, 0,
            bound({kForwardParams}, true));
+  if (call.block_classes == BlockClasses::only) {  // the classes alone: only what _blocks binds is needed
+    const std::vector<uint32_t> used = plan.launches.back().buffers;
+    std::erase_if(plan.buffers, [&](const BufferRequirement& b) {
+      return std::find(used.begin(), used.end(), b.index) == used.end() && b.index != kForwardBlockClasses;
+    });
+    return plan;
+  }
   if (kernel.backward) {
     launch(kernel.entry + "_preprocess", {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
            bound({kForwardOut, kForwardParams, kBackwardDOut, kBackwardDRows, kForwardCuSeqlensQ}));

@@ -67,6 +67,7 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
   ok = ok && dropout_valid(kernel.dropout, call);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
+  ok = ok && (call.block_classes == BlockClasses::computed || kernel.mask_mod);
   const BatchPlan* b = call.batch_plan;
   ok = ok && (!b || (kernel.planned_batches && !b->work.empty() && !b->merges.empty() && b->work.size() <= UINT32_MAX &&
                      b->merge_count <= b->merges.size()));
@@ -187,7 +188,9 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     add(kForwardFirstCapture + uint32_t(i), info.captures[i].buffer, 4 * count, false);
   }
   const uint64_t q_blocks = ceil_div(s.seq_q, info.block_q), k_blocks = ceil_div(s.seq_k, info.block_k);
-  if (info.mask_mod) add(kForwardBlockClasses, "block_classes", c.mul(c.mul(mask_tables(info, s), q_blocks), k_blocks), true, true);
+  if (info.mask_mod)
+    add(kForwardBlockClasses, "block_classes", c.mul(c.mul(mask_tables(info, s), q_blocks), k_blocks),
+        call.block_classes != BlockClasses::given, call.block_classes == BlockClasses::computed);
   if (info.paged) {
     add(kForwardBlockTable, "block_table", c.mul(c.mul(s.batch, call.max_pages), 4), false);
     add(kForwardCacheSeqlens, "cache_seqlens", c.mul(s.batch, 4), false);
@@ -262,13 +265,21 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     for (uint32_t i : indices) m |= 1u << i;
     return m;
   };
-  if (info.mask_mod) {
+  if (info.mask_mod && call.block_classes != BlockClasses::given) {
     LaunchPlan::Launch& l = plan.launch_storage[plan.launch_count++];
     l.entry = kernel.entries[0];
     l.threadgroups = {uint32_t(k_blocks), uint32_t(q_blocks), uint32_t(mask_tables(info, s))};
     l.threads_per_threadgroup = {32, 1, 1};
     l.threadgroup_bytes = 0;
     l.buffer_mask = (bits({kForwardParams}) & present) | mod_inputs;
+  }
+  if (call.block_classes == BlockClasses::only) {  // the classes alone: keep what _blocks binds (plan_forward's order)
+    const uint32_t used = plan.launch_storage[0].buffer_mask;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < plan.buffer_count; ++i)
+      if (used >> plan.buffer_storage[i].index & 1u) plan.buffer_storage[kept++] = plan.buffer_storage[i];
+    plan.buffer_count = kept;
+    return plan;
   }
   if (info.backward) {
     launch(0, s.seq_q, s.heads_q, s.batch, 32, 0,

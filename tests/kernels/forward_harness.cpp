@@ -317,6 +317,7 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     call.dropout_seed = c.dropout->seed;
     call.dropout_offset = c.dropout->offset;
   }
+  if (c.reuse_block_classes) call.block_classes = BlockClasses::given;
   const DispatchPlan dispatch = plan_forward(info, call);
 
   std::vector<std::byte> q = device_tensor(problem.q, c.batch, c.heads_q, c.seq_q, problem.head_dim, strides.q, type,
@@ -348,6 +349,18 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
     captures = c.mods->captures;
     if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
     for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
+  }
+  std::vector<std::byte> block_classes;
+  if (c.reuse_block_classes) {  // the classes alone, then the forward that reuses them
+    ForwardCall classes_call = call;
+    classes_call.block_classes = BlockClasses::only;
+    const DispatchPlan classes = plan_forward(info, classes_call);
+    block_classes.assign(classes.buffer("block_classes")->bytes, std::byte{0});  // "hidden": unwritten would show
+    std::map<uint32_t, std::span<std::byte>> classes_tensors = {{kForwardBlockClasses, block_classes}};
+    for (const auto& [index, bytes] : tensors)
+      if (index >= kForwardModScalars) classes_tensors[index] = bytes;
+    outcome.backward = cpu::execute(*module, classes, classes_tensors);  // its findings count too
+    tensors[kForwardBlockClasses] = block_classes;
   }
   outcome.dispatch = cpu::execute(*module, dispatch, tensors, {}, {}, c.tensor_layout_seed);
 

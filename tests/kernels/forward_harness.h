@@ -63,6 +63,10 @@ struct ForwardCase {
   // Packed queries on a paged cache: > 0 runs a planned batch (Library::plan_batch
   // with this many threadgroups, few enough to split long key ranges); 0 the grid.
   uint32_t plan_threadgroups = 0;
+  // mask_mod kernels: compute the block classes first in a call of their own
+  // (BlockClasses::only) and hand them to the forward (BlockClasses::given),
+  // as a reused BlockMask is; the forward's results must not change.
+  bool reuse_block_classes = false;
   // Quantized k and v (q8_0, q4_0, fp8_e4m3): normal values stored in the
   // format; the reference dequantizes the stored rows (dense and paged cases).
   spec::KvDType kv_dtype = spec::KvDType::as_dtype;

@@ -113,6 +113,22 @@ TEST(ScoreFunctionsBackward, BitIdenticalRunToRunWithCapturedGradients) {
   EXPECT_EQ(a.gradient_values, b.gradient_values);
 }
 
+// A BlockMask reused: the block classes computed in a call of their own
+// (BlockClasses::only) and handed to the forward (given) give the float64
+// reference's results and the very bits of the forward that computes them.
+TEST(ScoreFunctionsBlockMask, ClassesComputedOnceAndReusedGiveTheSameBits) {
+  ForwardCase c = base(Kind::forward, DType::float16, 90, 110);
+  c.causal = Causal::bottom_right;
+  c.mods = document_mask_case(shape_of(c), 31, 5);
+  const ForwardOutcome computed = run_forward_case(c);
+  c.reuse_block_classes = true;
+  const ForwardOutcome reused = run_forward_case(c);
+  ASSERT_TRUE(computed.ok()) << computed.report();
+  ASSERT_TRUE(reused.ok()) << reused.report();
+  EXPECT_EQ(computed.out_values, reused.out_values);
+  EXPECT_EQ(computed.lse_values, reused.lse_values);
+}
+
 // Built-in features written as expressions: judged against the reference of
 // the built-in feature itself (the case's problem carries the built-in).
 std::vector<ForwardCase> builtin_cases() {

@@ -171,6 +171,36 @@ TEST(LaunchPlan, PlannedBatchesEqualPlanForwardAndCoverEveryBlockOnce) {
   EXPECT_GT(split, 0u) << "no plan split a block";
 }
 
+// A mask_mod kernel's block classes computed alone (only), reused (given) or
+// per call (computed): the same plan both ways; only launches _blocks with
+// just what it binds, given skips it and reads the caller's classes.
+TEST(LaunchPlan, BlockClassesComputedAloneOrGivenEqualPlanForward) {
+  std::mt19937_64 rng(5);
+  size_t checked = 0;
+  for (const KernelEntry& kernel : launch_library().kernels()) {
+    if (!kernel.info.mask_mod) continue;
+    for (BlockClasses mode : {BlockClasses::computed, BlockClasses::only, BlockClasses::given}) {
+      ForwardCall call = random_call(kernel, rng);
+      call.block_classes = mode;
+      std::string why;
+      const LaunchPlan fast = Library::launch_plan(kernel, call);
+      ASSERT_TRUE(same(fast, Library::plan(kernel, call), why)) << kernel.name << ": " << why;
+      const LaunchPlan::Buffer* classes = fast.buffer(kForwardBlockClasses);
+      ASSERT_NE(classes, nullptr);
+      EXPECT_EQ(classes->scratch, mode == BlockClasses::computed);
+      EXPECT_EQ(classes->written, mode != BlockClasses::given);
+      EXPECT_EQ(fast.launch_count, mode == BlockClasses::only ? 1u : kernel.entries.size() - (mode == BlockClasses::given));
+      if (mode == BlockClasses::only) EXPECT_EQ(fast.buffer(kForwardQ), nullptr);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0u);
+  ForwardCall call;  // a kernel without mask_mod takes no block classes
+  call.strides = contiguous_bhsd(call.shape, 64, 64);
+  call.block_classes = BlockClasses::given;
+  EXPECT_THROW(Library::launch_plan(launch_library().kernels().front(), call), DispatchError);
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();

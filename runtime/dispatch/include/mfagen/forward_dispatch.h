@@ -201,6 +201,15 @@ struct BatchPlan {
   uint64_t partial_slots = 0;     // (row, head, split) slots of the split blocks
 };
 
+// mask_mod kernels: where a call's block classes (the _blocks launch's
+// table of hidden / full / partial blocks) come from. computed: the _blocks
+// launch writes them into scratch, every call; only: the _blocks launch
+// alone runs, into the caller's block_classes buffer (plan's size); given:
+// the caller binds classes an `only` call computed for the same kernel,
+// shape, scalars and captured tensors, and the _blocks launch is skipped
+// (FlexAttention's BlockMask, reused across calls and layers).
+enum class BlockClasses : uint8_t { computed, only, given };
+
 // One call's runtime values beyond shape and strides. Values for features
 // the kernel was generated without must stay at their defaults.
 struct ForwardCall {
@@ -225,6 +234,7 @@ struct ForwardCall {
   // planned_batches kernels: the batch's plan (owned by the caller, alive
   // until the launch ran); null runs the grid over (query blocks, heads, batch).
   const BatchPlan* batch_plan = nullptr;
+  BlockClasses block_classes = BlockClasses::computed;  // mask_mod kernels only
   // fp8_e4m3 kernels: each stored value of k (v) times k_scale (v_scale).
   double k_scale = 1, v_scale = 1;
   // dropout kernels (DESIGN.md section 13): drop probability in [0, 1), the
