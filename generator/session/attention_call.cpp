@@ -302,6 +302,21 @@ AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& i
     }
     call.batch_plan = &forward.batch_plan;
   }
+  if (in.block_classes_mode != BlockClasses::computed && !c.entry->info.mask_mod)
+    throw CallError("block_classes: kernel " + c.entry->name + " has no mask_mod, so no block classes to reuse");
+  if (in.block_classes_mode == BlockClasses::only) {  // the classes alone: nothing else runs
+    call.block_classes = BlockClasses::only;
+    const DispatchPlan plan = dispatch_for(*c.entry, call);
+    AttentionResult result;
+    result.plan = c.plan;
+    result.shape = geometry.shape;
+    result.block_classes.resize(plan.buffer("block_classes")->bytes);
+    TensorMap tensors;
+    forward.bind(tensors);
+    tensors[kForwardBlockClasses] = result.block_classes;
+    result.stats = backend.run(kernels.set.library, *c.entry, plan, tensors);
+    return result;
+  }
   std::optional<BackwardInputs> gradients_in;
   if (backward) gradients_in = backward_inputs(in, geometry, c.plan->spec.dtype);
 
@@ -323,8 +338,20 @@ AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& i
   result.lse = {HostDType::float32, geometry.lse_shape, {}, {}};
   TensorMap tensors;
   forward.bind(tensors);
+  std::vector<std::byte> given_classes;  // a copy: the backend binds mutable spans
   if (run_forward) {
-    const DispatchPlan dispatch = dispatch_for(*forward_kernel, call);
+    ForwardCall forward_call = call;
+    if (in.block_classes_mode == BlockClasses::given && !backward) {
+      forward_call.block_classes = BlockClasses::given;
+      const uint64_t needed = dispatch_for(*forward_kernel, forward_call).buffer("block_classes")->bytes;
+      if (in.block_classes.size() != needed)
+        throw CallError(fmt::format("block_classes: {} bytes, but this kernel and shape need {}: a BlockMask of "
+                                    "another shape or kernel",
+                                    in.block_classes.size(), needed));
+      given_classes.assign(in.block_classes.begin(), in.block_classes.end());
+      tensors[kForwardBlockClasses] = given_classes;
+    }
+    const DispatchPlan dispatch = dispatch_for(*forward_kernel, forward_call);
     result.out.bytes.resize(dispatch.buffer("out")->bytes);
     uint64_t lse_rows = 1;
     for (uint64_t extent : geometry.lse_shape) lse_rows *= extent;

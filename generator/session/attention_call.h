@@ -73,6 +73,12 @@ struct AttentionInputs {
   // Given: only score_mod / mask_mod kernels serve the call, and this gives
   // their inputs once the kernel (and so what it reads) is known.
   std::function<ScoreFunctionInputs(const spec::KernelSpec&, const AttentionShape&)> score_functions;
+  // mask_mod kernels (a reusable BlockMask): `only` computes the block
+  // classes alone (AttentionResult::block_classes; nothing else runs);
+  // `given` passes classes an `only` call of the same kernel, shape and
+  // captured inputs computed (their size is checked against this call's).
+  BlockClasses block_classes_mode = BlockClasses::computed;
+  std::span<const std::byte> block_classes;
   std::optional<HostTensor> d_out;  // the shape of out: run the backward too
   // With d_out: out and lse of an earlier forward of this call (autograd);
   // then only the backward kernels run.
@@ -103,6 +109,7 @@ struct AttentionResult {
   std::optional<OutputTensor> dq, dk, dv;
   std::vector<float> d_sinks;     // (Hq,) for sinks kernels' backward
   std::vector<CaptureGradient> capture_gradients;
+  std::vector<std::byte> block_classes;  // BlockClasses::only calls: the classes, for later `given` calls
   RunStats stats;
 };
 

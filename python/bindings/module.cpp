@@ -85,7 +85,9 @@ std::optional<session::HostTensor> describe_optional(const std::optional<py::tup
 py::array to_numpy(session::OutputTensor&& t) {
   const size_t size = session::element_bytes(t.dtype);
   // 16-bit floats leave as int16 bit patterns: numpy has no bfloat16 (Python views them as the dtype).
-  const py::dtype dtype = size == 2 ? py::dtype::of<int16_t>() : py::dtype::of<float>();
+  const py::dtype dtype = size == 1   ? py::dtype::of<uint8_t>()
+                          : size == 2 ? py::dtype::of<int16_t>()
+                                      : py::dtype::of<float>();
   std::vector<int64_t> strides = t.strides.empty() ? session::contiguous_strides(t.shape) : t.strides;
   for (int64_t& s : strides) s *= int64_t(size);
   auto* owner = new std::vector<std::byte>(std::move(t.bytes));
@@ -218,7 +220,8 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
                    std::optional<int64_t> window_right, std::optional<double> dropout, uint64_t seed,
                    uint32_t offset, const std::optional<std::string>& kv_dtype, std::optional<double> k_scale,
                    std::optional<double> v_scale, const std::optional<py::dict>& captures,
-                   const std::optional<std::map<std::string, double>>& scalars) {
+                   const std::optional<std::map<std::string, double>>& scalars,
+                   const std::optional<py::tuple>& block_classes, bool block_classes_only) {
   session::AttentionInputs in;
   in.q = describe(q, "query");
   in.k = describe(k, "key");
@@ -262,6 +265,15 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
     in.score_functions = [&](const spec::KernelSpec& kernel, const AttentionShape& shape) {
       return score_function_inputs(kernel, shape, captured, scalar_values);
     };
+  // A reusable BlockMask: compute the classes alone, or pass those computed before.
+  std::optional<session::HostTensor> classes = describe_optional(block_classes, "block_mask");
+  if (classes) {
+    if (classes->dtype != session::HostDType::uint8 || classes->shape.size() != 1)
+      throw session::CallError("block_mask: expected its classes as a 1-d uint8 tensor");
+    in.block_classes_mode = BlockClasses::given;
+    in.block_classes = std::span(classes->data, classes->shape[0]);
+  }
+  if (block_classes_only) in.block_classes_mode = BlockClasses::only;
   session::AttentionOptions options;
   options.scale = scale;
   options.softcap = softcap;
@@ -286,6 +298,11 @@ py::dict attention(const std::string& spec_json, const py::tuple& q, const py::t
   }
   py::dict r;
   r["kernel"] = result.plan->entry;
+  if (block_classes_only) {
+    session::OutputTensor t{session::HostDType::uint8, {result.block_classes.size()}, {}, std::move(result.block_classes)};
+    r["block_classes"] = to_numpy(std::move(t));
+    return r;
+  }
   if (result.ran_forward) r["out"] = to_numpy(std::move(result.out));
   if (result.ran_forward && result.has_lse) r["lse"] = to_numpy(std::move(result.lse));
   if (result.dq) {
@@ -417,6 +434,7 @@ PYBIND11_MODULE(_mfagen, m) {
         py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
         py::arg("offset") = 0, py::arg("kv_dtype") = py::none(), py::arg("k_scale") = py::none(),
         py::arg("v_scale") = py::none(), py::arg("captures") = py::none(), py::arg("scalars") = py::none(),
+        py::arg("block_classes") = py::none(), py::arg("block_classes_only") = false,
         "Runs one attention call of the kernel `spec` (the JSON text of one kernel spec) on described tensors.");
   m.def("append_to_cache", &python::append_to_cache, py::arg("spec"), py::arg("k"), py::arg("v"),
         py::arg("k_cache"), py::arg("v_cache"), py::kw_only(), py::arg("cache_seqlens"),

@@ -42,7 +42,7 @@ import torch
 from . import _kernels, _mfagen
 from ._mfagen import sdpa_cached as _sdpa_cached
 
-__all__ = ["flex_attention", "patch_sdpa", "patched_sdpa", "scaled_dot_product_attention", "unpatch_sdpa"]
+__all__ = ["BlockMask", "create_block_mask", "flex_attention", "patch_sdpa", "patched_sdpa", "scaled_dot_product_attention", "unpatch_sdpa"]
 
 
 def _check_tensor(name, t):
@@ -287,7 +287,9 @@ class _FlexAttention(torch.autograd.Function):
         out = _kernels.tensor(result["out"], q.dtype)
         lse = _kernels.tensor(result["lse"], torch.float32)
         ctx.save_for_backward(q, k, v, out, lse, *tensors)
-        ctx.variant, ctx.options, ctx.names = variant, options, names
+        # The backward kernel has blocks of its own: it computes its classes.
+        ctx.variant, ctx.names = variant, names
+        ctx.options = {name: value for name, value in options.items() if name != "block_classes"}
         return out
 
     @staticmethod
@@ -303,15 +305,8 @@ class _FlexAttention(torch.autograd.Function):
             _kernels.tensor(capture_grads[n], torch.float32) if n in capture_grads else None for n in ctx.names])
 
 
-def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=None, scalars=None, scale=None,
-                   enable_gqa=False, capture_shapes=None):
-    """FlexAttention-style custom attention from expressions (DESIGN.md section 13): ``score_mod`` over
-    ``score`` (after scaling), ``b``, ``h``, ``q_idx``, ``kv_idx``, the sizes ``B, Hq, Hkv, Sq, Sk``, named
-    captured tensors and runtime scalars, e.g. ``"score + rel[h, kv_idx - q_idx + Sk - 1]"``; ``mask_mod``
-    a boolean expression (True: the key is visible). ``captures``: name -> float32 or int32 CPU tensor; its
-    shape is written symbolically in the kernel's spec, each extent named by the call size it equals (or
-    given in ``capture_shapes``: name -> list of extents like ``["Hq", "Sq + Sk - 1"]``). ``scalars``: name ->
-    float. q, k, v are (B, H, S, D). Gradients reach q, k, v and the float32 captured tensors."""
+def _flex_call(query, key, value, score_mod, mask_mod, captures, scalars, scale, enable_gqa, capture_shapes):
+    """flex_attention's checks, kernel variant and call: (variant, options, names, tensors, q, k, v)."""
     if score_mod is None and mask_mod is None:
         raise ValueError("score_mod, mask_mod: give at least one (else use scaled_dot_product_attention)")
     for name, text in (("score_mod", score_mod), ("mask_mod", mask_mod)):
@@ -352,6 +347,59 @@ def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=No
     tensors = [captures[n].contiguous() for n in names]
     options = dict(scale=softmax_scale, scalars={n: float(x) for n, x in scalars.items()})
     q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
+    return variant, options, names, tensors, q, k, v
+
+
+class BlockMask:
+    """The block classes of a flex_attention kernel's mask_mod for one call shape (FlexAttention's BlockMask):
+    which blocks of (query block, key block) pairs the mask hides entirely, shows entirely, or decides pair by
+    pair. Made once by ``create_block_mask``, passed as ``flex_attention(..., block_mask=...)`` by later calls
+    of the same expressions, shape and captured inputs (every layer of a step, say), whose forward then skips
+    computing them. A mask of another kernel or shape is refused; the classes of changed captured tensors
+    (new document ids) are the caller's to recompute."""
+
+    def __init__(self, spec, shape, classes):
+        self.spec, self.shape, self.classes = spec, shape, classes
+
+    def __repr__(self):
+        return f"BlockMask(shape={self.shape}, {self.classes.numel()} blocks)"
+
+
+def create_block_mask(query, key, value, mask_mod, score_mod=None, captures=None, scalars=None, scale=None,
+                      enable_gqa=False, capture_shapes=None):
+    """The BlockMask of ``flex_attention(query, key, value, score_mod, mask_mod, ...)`` with these arguments:
+    only the kernel's block classification runs (no attention)."""
+    if mask_mod is None:
+        raise ValueError("mask_mod: a block mask classifies mask_mod's blocks; give one")
+    variant, options, names, tensors, q, k, v = _flex_call(query, key, value, score_mod, mask_mod, captures, scalars,
+                                                           scale, enable_gqa, capture_shapes)
+    spec = _kernels.spec_text(kind="forward", **variant)
+    with torch.no_grad():
+        result = _kernels.run(spec, q, k, v, captures=dict(zip(names, tensors)), block_classes_only=True, **options)
+    shape = (query.shape[0], query.shape[1], key.shape[1], query.shape[2], key.shape[2])
+    return BlockMask(spec, shape, torch.from_numpy(result["block_classes"]))
+
+
+def flex_attention(query, key, value, score_mod=None, mask_mod=None, captures=None, scalars=None, scale=None,
+                   enable_gqa=False, capture_shapes=None, block_mask=None):
+    """FlexAttention-style custom attention from expressions (DESIGN.md section 13): ``score_mod`` over
+    ``score`` (after scaling), ``b``, ``h``, ``q_idx``, ``kv_idx``, the sizes ``B, Hq, Hkv, Sq, Sk``, named
+    captured tensors and runtime scalars, e.g. ``"score + rel[h, kv_idx - q_idx + Sk - 1]"``; ``mask_mod``
+    a boolean expression (True: the key is visible). ``captures``: name -> float32 or int32 CPU tensor; its
+    shape is written symbolically in the kernel's spec, each extent named by the call size it equals (or
+    given in ``capture_shapes``: name -> list of extents like ``["Hq", "Sq + Sk - 1"]``). ``scalars``: name ->
+    float. q, k, v are (B, H, S, D). Gradients reach q, k, v and the float32 captured tensors.
+    ``block_mask``: a ``create_block_mask`` of the same expressions and shape; the forward reuses its classes."""
+    variant, options, names, tensors, q, k, v = _flex_call(query, key, value, score_mod, mask_mod, captures, scalars,
+                                                           scale, enable_gqa, capture_shapes)
+    if block_mask is not None:
+        shape = (query.shape[0], query.shape[1], key.shape[1], query.shape[2], key.shape[2])
+        if not isinstance(block_mask, BlockMask):
+            raise TypeError(f"block_mask: {type(block_mask).__name__}; expected a BlockMask (create_block_mask)")
+        if block_mask.shape != shape or block_mask.spec != _kernels.spec_text(kind="forward", **variant):
+            raise ValueError(f"block_mask: made for shape {block_mask.shape} and other expressions or dtypes; this "
+                             f"call is {shape}: make it with create_block_mask for this call")
+        options = dict(options, block_classes=block_mask.classes)
     return _FlexAttention.apply(q, k, v, variant, options, names, *tensors)
 
 

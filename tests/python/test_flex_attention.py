@@ -61,3 +61,33 @@ def test_flex_attention_errors_name_the_argument():
         mt.flex_attention(q, q, q, score_mod="score + t[q_idx]", captures={"t": torch.zeros(4)})
     with pytest.raises(ValueError, match="scalars\\['c'\\]: nan"):
         mt.flex_attention(q, q, q, score_mod="score * c", scalars={"c": float("nan")})
+
+
+def test_a_block_mask_made_once_serves_later_calls():
+    """create_block_mask computes the mask_mod's block classes alone; flex_attention(block_mask=...) reuses them
+    (its forward skips the classification) with the same bits as computing them, for several inputs of the
+    same shape; a mask of another shape or expression is refused; gradients still flow."""
+    torch.manual_seed(7)
+    q, k, v = (torch.randn(1, 2, 48, 16) for _ in range(3))
+    docs = torch.tensor([0] * 20 + [1] * 28, dtype=torch.int32).view(1, 48)
+    mask = "q_doc[b, q_idx] == kv_doc[b, kv_idx] && kv_idx <= q_idx"
+    shapes = {"q_doc": ["B", "Sq"], "kv_doc": ["B", "Sk"]}
+    inputs = {"q_doc": docs, "kv_doc": docs}
+    block_mask = mt.create_block_mask(q, k, v, mask_mod=mask, captures=inputs, capture_shapes=shapes)
+    assert block_mask.classes.dtype == torch.uint8 and block_mask.classes.numel() > 0
+    for _ in range(2):
+        q2, k2, v2 = (torch.randn(1, 2, 48, 16) for _ in range(3))
+        plain = mt.flex_attention(q2, k2, v2, mask_mod=mask, captures=inputs, capture_shapes=shapes)
+        reused = mt.flex_attention(q2, k2, v2, mask_mod=mask, captures=inputs, capture_shapes=shapes,
+                                   block_mask=block_mask)
+        assert torch.equal(plain, reused)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = mt.flex_attention(*leaves, mask_mod=mask, captures=inputs, capture_shapes=shapes,
+                            block_mask=block_mask)
+    grads = torch.autograd.grad(out.sum(), leaves)
+    assert all(torch.isfinite(g).all() for g in grads)
+    with pytest.raises(ValueError, match="block_mask: made for shape"):
+        mt.flex_attention(q[:, :, :40], k, v, mask_mod=mask, captures=inputs, capture_shapes=shapes,
+                          block_mask=block_mask)
+    with pytest.raises(ValueError, match="block_mask: made for shape"):
+        mt.flex_attention(q, k, v, mask_mod="kv_idx <= q_idx", block_mask=block_mask)
