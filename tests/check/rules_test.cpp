@@ -776,5 +776,33 @@ TEST(CheckRules, TemplatedKernelsAreChecked) {
       rules::kKernelReturnType);
 }
 
+// MLX's conv.metal multiplies simdgroup matrices with `*` (`(G * g) * Gt`):
+// the MSL specification lists operator* among the SIMD-group matrix
+// operations, one element type for both operands, and no + or -. The
+// stand-in defines exactly that (PeerConstructs.SimdgroupMatrixOperatorMultiply),
+// so a sum and a product of two element types are errors in both.
+TEST(CheckRules, SimdgroupMatrixProductIsValidMetal) {
+  const std::string loads =
+      "kernel void k(const device float* a [[buffer(0)]], const device half* h [[buffer(1)]],\n"
+      "              device float* out [[buffer(2)]]) {\n"
+      "  simdgroup_float8x8 A, B;\n"
+      "  simdgroup_half8x8 H;\n"
+      "  simdgroup_load(A, a);\n"
+      "  simdgroup_load(B, a + 64);\n"
+      "  simdgroup_load(H, h);\n";
+  expect_clean(loads +
+               "  simdgroup_float8x8 D = (A * B) * A;\n"
+               "  simdgroup_half8x8 HH = H * H;\n"
+               "  simdgroup_store(D, out);\n}\n");
+  expect_rule(loads +
+                  "  simdgroup_float8x8 D = A + B;  // HERE\n"
+                  "  simdgroup_store(D, out);\n}\n",
+              rules::kCompileError);
+  expect_rule(loads +
+                  "  simdgroup_float8x8 D = A * H;  // HERE\n"
+                  "  simdgroup_store(D, out);\n}\n",
+              rules::kCompileError);
+}
+
 }  // namespace
 }  // namespace mfagen::check

@@ -211,5 +211,40 @@ TEST(PeerConstructs, RedundantConstexprMemberDefinitions) {
   EXPECT_EQ(out, (std::vector<float>{1.5f * 7 + 10, 2 * 7 + 10, 3 * 7 + 10, 4 * 7 + 10, 5 * 7 + 10, -6 * 7 + 10}));
 }
 
+// MLX's conv.metal: `(G * g) * Gt`, the product of simdgroup_matrix values
+// with operator* (the MSL specification's SIMD-group matrix operations): the
+// matrix product, as simdgroup_multiply computes it. Small integers (and
+// quarters for half) make every product exact.
+TEST(PeerConstructs, SimdgroupMatrixOperatorMultiply) {
+  auto module = compile_constructs();
+  std::vector<float> a(64), b(64), out(192, -1000.0f);
+  std::vector<uint16_t> h(64), hout(64, 0);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) {
+      a[r * 8 + c] = float((r * 3 + c) % 5 - 2);
+      b[r * 8 + c] = float((r + 2 * c) % 7 - 3);
+      h[r * 8 + c] = to_half_bits(((r + c) % 4) * 0.75 - 1.25);
+    }
+  auto product = [](const std::vector<double>& x, const std::vector<double>& y) {
+    std::vector<double> p(64, 0.0);
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c)
+        for (int k = 0; k < 8; ++k) p[r * 8 + c] += x[r * 8 + k] * y[k * 8 + c];
+    return p;
+  };
+  std::vector<double> A(a.begin(), a.end()), B(b.begin(), b.end()), H(64);
+  for (int i = 0; i < 64; ++i) H[i] = half_to_double(h[i]);
+  const std::vector<double> AB = product(A, B), ABA = product(AB, A), HH = product(H, H);
+  auto result = run(*module, "simdgroup_matrix_products", {1, 1, 1}, {32, 1, 1},
+                    {bind(0, a), bind(1, b), bind(2, h), bind(3, out), bind(4, hout)});
+  EXPECT_TRUE(IsClean(result));
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(double(out[i]), AB[i]) << "A * B at " << i;
+    EXPECT_EQ(double(out[64 + i]), ABA[i]) << "(A * B) * A at " << i;
+    EXPECT_EQ(out[128 + i], out[i]) << "simdgroup_multiply at " << i;
+    EXPECT_EQ(half_to_double(hout[i]), HH[i]) << "H * H at " << i;
+  }
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

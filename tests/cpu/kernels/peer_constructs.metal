@@ -379,3 +379,25 @@ constexpr constant const int PeerTwice<N>::k;
 kernel void constexpr_member_definitions(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
   out[i] = PeerTable::w[i / 3][i % 3] * PeerTable::n + PeerTwice<5>::k;
 }
+
+// MLX's conv.metal: `(G * g) * Gt` with simdgroup_matrix<float, 8, 8>
+// operands. The MSL specification lists `operator*` among the SIMD-group
+// matrix operations (a * b, as simdgroup_multiply computes it). out = {A * B,
+// (A * B) * A, simdgroup_multiply(A, B)}, hout = H * H.
+kernel void simdgroup_matrix_products(const device float* a [[buffer(0)]], const device float* b [[buffer(1)]],
+                                      const device half* h [[buffer(2)]], device float* out [[buffer(3)]],
+                                      device half* hout [[buffer(4)]]) {
+  simdgroup_float8x8 A, B, D;
+  simdgroup_load(A, a);
+  simdgroup_load(B, b);
+  simdgroup_float8x8 AB = A * B;
+  simdgroup_float8x8 ABA = (A * B) * A;
+  simdgroup_multiply(D, A, B);
+  simdgroup_store(AB, out);
+  simdgroup_store(ABA, out + 64);
+  simdgroup_store(D, out + 128);
+  simdgroup_half8x8 H;
+  simdgroup_load(H, h);
+  simdgroup_half8x8 HH = H * H;
+  simdgroup_store(HH, hout);
+}

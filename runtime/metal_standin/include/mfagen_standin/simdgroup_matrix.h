@@ -19,6 +19,7 @@
 //   B[k][c], acc) in float; D = acc rounded to nearest even to D's type. Mixed
 //   element types (e.g. half A/B with float C/D) are accepted as in Metal. If
 //   not all 32 lanes are active the result is NaN (Metal requires all lanes).
+// * a * b (same element type): simdgroup_multiply's result.
 #pragma once
 #include "simd.h"
 
@@ -193,6 +194,20 @@ METAL_FUNC void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgrou
                                    const simdgroup_matrix<TB, 8, 8>& b) {
   simdgroup_matrix<TD, 8, 8> zero = make_filled_simdgroup_matrix<TD, 8, 8>(__mf_sgm_from_float<TD>(0.0f));
   simdgroup_multiply_accumulate(d, a, b, zero);
+}
+// a * b: the MSL specification's table of SIMD-group matrix operations
+// (section 6.7 in version 3.2, 6.8 in 4.x, "SIMD-Group Matrix Functions")
+// lists `operator*` next to simdgroup_multiply (d = a * b) and
+// simdgroup_multiply_accumulate (d = a * b + c), one element type T for both
+// operands and the result; it defines no +, - or other operator on
+// simdgroup_matrix. The product is simdgroup_multiply's, bit for bit (float
+// accumulation, one rounding to T). MLX's conv.metal: `(G * g) * Gt`.
+template <class T, int Cols, int Rows, int K>
+METAL_FUNC simdgroup_matrix<T, Cols, Rows> operator*(const simdgroup_matrix<T, K, Rows>& a,
+                                                      const simdgroup_matrix<T, Cols, K>& b) {
+  simdgroup_matrix<T, Cols, Rows> d;
+  simdgroup_multiply(d, a, b);
+  return d;
 }
 
 }  // namespace metal
