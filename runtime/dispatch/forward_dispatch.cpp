@@ -408,7 +408,8 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     launch(kernel.entry, {decode.splits, uint64_t(shape.heads_kv) * decode.row_blocks, shape.batch},
            decode.threads(), kernel.threadgroup_bytes,
            bound({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
-                  kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
+                  kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens},
+                 true));
     launch(kernel.combine_entry, {shape.seq_q, shape.heads_q, shape.batch}, 32, 0,
            bound({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
   } else if (kernel.planned_batches) {

@@ -302,7 +302,8 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     launch(0, decode.splits, uint64_t(s.heads_kv) * decode.row_blocks, s.batch, decode.threads(),
            info.threadgroup_bytes,
            bits({kForwardQ, kForwardK, kForwardV, kForwardParams, kForwardMask, kForwardAlibi, kForwardOutPartial,
-                 kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}));
+                 kForwardLsePartial, kForwardBlockTable, kForwardCacheSeqlens}) |
+               mod_inputs);
     launch(1, s.seq_q, s.heads_q, s.batch, 32, 0,
            bits({kForwardOut, kForwardLse, kForwardParams, kForwardOutPartial, kForwardLsePartial, kForwardSinks}));
   } else if (info.planned_batches) {

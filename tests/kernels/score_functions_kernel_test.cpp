@@ -113,6 +113,27 @@ TEST(ScoreFunctionsBackward, BitIdenticalRunToRunWithCapturedGradients) {
   EXPECT_EQ(a.gradient_values, b.gradient_values);
 }
 
+// score_mod in split-K decode kernels, dense and on a paged cache: rows are
+// the (head, query) pairs of a GQA group, each scored with its own h and q_idx.
+TEST(ScoreFunctionsDecode, ScoreModMatchesTheFloat64Reference) {
+  for (bool paged : {false, true}) {
+    ForwardCase c = base(Kind::decode, DType::float16, 3, 600);
+    c.heads_q = 8;
+    c.causal = Causal::bottom_right;
+    c.splits = 4;
+    c.mods = relative_bias_case(shape_of(c), 41);
+    if (paged) {
+      c.page_size = 16;
+      c.cache_lengths = {600, 250};
+    }
+    const ForwardOutcome outcome = run_forward_case(c);
+    EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
+  }
+  ForwardCase masked = base(Kind::decode, DType::float16, 1, 100);
+  masked.mods = document_mask_case(shape_of(masked), 3, 2);
+  EXPECT_THROW(run_forward_case(masked), spec::SpecError);  // mask_mod: decode refuses it, naming the field
+}
+
 // A BlockMask reused: the block classes computed in a call of their own
 // (BlockClasses::only) and handed to the forward (given) give the float64
 // reference's results and the very bits of the forward that computes them.
