@@ -224,6 +224,20 @@ spec::KernelSpec make_spec(const ForwardCase& c) {
   return s;
 }
 
+CaseModInputs case_mod_inputs(const ForwardCase& c) {
+  CaseModInputs m;
+  if (c.mods) {
+    m.scalars = c.mods->scalars;
+    m.captures = c.mods->captures;
+  }
+  return m;
+}
+
+void CaseModInputs::bind(std::map<uint32_t, std::span<std::byte>>& tensors) {
+  if (!scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(scalars));
+  for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
+}
+
 CaseKernel compile_forward_kernel(const ForwardCase& c) {
   ForwardCase forward_case = c;
   if (c.kind == spec::Kind::backward) forward_case.kind = spec::Kind::forward;
@@ -342,14 +356,8 @@ ForwardOutcome run_forward_case(const ForwardCase& c) {
   if (c.mask != spec::MaskKind::none) tensors[plan::kMaskIndex] = mask_bytes;
   if (c.alibi) tensors[plan::kAlibiIndex] = std::as_writable_bytes(std::span(slopes));
   if (c.sinks) tensors[plan::kSinksIndex] = std::as_writable_bytes(std::span(sinks));
-  std::vector<float> mod_scalars;
-  std::vector<std::vector<std::byte>> captures;
-  if (c.mods) {
-    mod_scalars = c.mods->scalars;
-    captures = c.mods->captures;
-    if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
-    for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
-  }
+  CaseModInputs mods = case_mod_inputs(c);
+  mods.bind(tensors);
   std::vector<std::byte> block_classes;
   if (c.reuse_block_classes) {  // the classes alone, then the forward that reuses them
     ForwardCall classes_call = call;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <utility>
+#include <map>
+#include <span>
 #include <vector>
 #include <optional>
 #include <ostream>
@@ -140,6 +142,15 @@ struct CaseKernel {
   std::shared_ptr<const cpu::Module> module;
 };
 CaseKernel compile_forward_kernel(const ForwardCase& c);
+
+// A case's score_mod / mask_mod inputs (runtime scalars, captured tensors),
+// kept for a run: bind() points the kernel's buffers at them.
+struct CaseModInputs {
+  std::vector<float> scalars;
+  std::vector<std::vector<std::byte>> captures;
+  void bind(std::map<uint32_t, std::span<std::byte>>& tensors);
+};
+CaseModInputs case_mod_inputs(const ForwardCase& c);
 
 // What every reference problem of a case shares: heads, head dims, causal
 // mode, scale, window and softcap (no shapes, tensors, masks or slopes).

@@ -129,15 +129,8 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
       {plan::kBlockTableIndex, std::as_writable_bytes(std::span(table))},
       {plan::kCacheSeqlensIndex, std::as_writable_bytes(std::span(lengths))}};
   if (packed) tensors[plan::kCuSeqlensQIndex] = std::as_writable_bytes(std::span(cu_q_buffer));
-  // score_mod / mask_mod inputs: runtime scalars and captured tensors.
-  std::vector<float> mod_scalars;
-  std::vector<std::vector<std::byte>> captures;
-  if (c.mods) {
-    mod_scalars = c.mods->scalars;
-    captures = c.mods->captures;
-    if (!mod_scalars.empty()) tensors[kForwardModScalars] = std::as_writable_bytes(std::span(mod_scalars));
-    for (size_t i = 0; i < captures.size(); ++i) tensors[kForwardFirstCapture + uint32_t(i)] = captures[i];
-  }
+  CaseModInputs mods = case_mod_inputs(c);  // score_mod / mask_mod inputs
+  mods.bind(tensors);
   if (call.batch_plan) {
     tensors[plan::kWorkItemsIndex] = std::as_writable_bytes(std::span(batch_plan.work));
     tensors[plan::kMergeItemsIndex] = std::as_writable_bytes(std::span(batch_plan.merges));
