@@ -11,6 +11,7 @@
 #include <clang/Basic/DiagnosticSema.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
+#include <clang/Lex/Lexer.h>
 #include <clang/Tooling/Tooling.h>
 #include <fmt/format.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -118,6 +119,7 @@ class Locator {
   }
 
   const std::string& file() const { return file_; }
+  const std::string& lowered_text() const { return lowered_.text; }
 
  private:
   std::string_view original_;
@@ -126,9 +128,23 @@ class Locator {
   std::vector<size_t> line_starts_ = {0};
 };
 
+// Text inserted into the lowered file at `offset` to repair valid Metal that
+// clang rejects (with_valid_metal_repaired).
+struct Insertion {
+  size_t offset = 0;
+  std::string text;
+  bool opens = true;  // at one offset, closers end what precedes
+  bool operator==(const Insertion&) const = default;
+};
+
 class CollectingDiagnostics : public clang::DiagnosticConsumer {
  public:
   CollectingDiagnostics(const Locator& locator, std::vector<Diagnostic>& out) : locator_(locator), out_(out) {}
+
+  void BeginSourceFile(const clang::LangOptions& options, const clang::Preprocessor* pp) override {
+    clang::DiagnosticConsumer::BeginSourceFile(options, pp);
+    lang_options_ = &options;
+  }
 
   void HandleDiagnostic(clang::DiagnosticsEngine::Level level, const clang::Diagnostic& info) override {
     clang::DiagnosticConsumer::HandleDiagnostic(level, info);
@@ -138,7 +154,8 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
       if (last_error_ && is_braced_list_for_a_vector(info) && !info.getRanges().empty() &&
           locator_.in_main(info.getSourceManager(), info.getRanges()[0].getBegin())) {
         const clang::SourceManager& sm = info.getSourceManager();
-        braced_vector_lists_.push_back(sm.getFileOffset(sm.getExpansionLoc(info.getRanges()[0].getBegin())));
+        repairs_.push_back({sm.getFileOffset(sm.getExpansionLoc(info.getRanges()[0].getBegin())),
+                            "__mf_braced_vector", true});
       }
       // The why of the last error ("candidate function not viable: cannot
       // pass pointer to address space 'threadgroup' ..."), when it is in the
@@ -170,6 +187,7 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     // before them may be either).
     if (info.getID() >= clang::diag::DIAG_START_DRIVER && info.getID() < clang::diag::DIAG_START_LEX)
       setup_failed_ = true;
+    collect_operand_repairs(info);
     Diagnostic d;
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       d = locator_.locate(info.getSourceManager(), info.getLocation());
@@ -184,8 +202,8 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
   }
 
   bool setup_failed() const { return setup_failed_; }
-  // Lowered offsets of the braced lists clang could not pass for a vector parameter.
-  const std::vector<size_t>& braced_vector_lists() const { return braced_vector_lists_; }
+  // Insertions that repair the valid Metal clang rejected in this parse.
+  const std::vector<Insertion>& repairs() const { return repairs_; }
   // clang errors on valid Metal that the checker does not report.
   int accepted_errors() const { return accepted_errors_; }
 
@@ -207,11 +225,78 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     return type->isExtVectorType();
   }
 
+  // Lowered offsets [begin, end) of a diagnostic's range in the checked
+  // file, outside macro expansions.
+  std::optional<std::pair<size_t, size_t>> operand_span(const clang::SourceManager& sm,
+                                                        const clang::CharSourceRange& range) const {
+    if (!lang_options_ || range.getBegin().isMacroID() || range.getEnd().isMacroID()) return std::nullopt;
+    if (!locator_.in_main(sm, range.getBegin()) || !locator_.in_main(sm, range.getEnd())) return std::nullopt;
+    clang::SourceLocation end = range.getEnd();
+    if (range.isTokenRange()) end = clang::Lexer::getLocForEndOfToken(end, 0, sm, *lang_options_);
+    if (end.isInvalid()) return std::nullopt;
+    size_t b = sm.getFileOffset(range.getBegin()), e = sm.getFileOffset(end);
+    if (e <= b || e > locator_.lowered_text().size()) return std::nullopt;
+    return std::pair(b, e);
+  }
+
+  // The errors on valid Metal that the cpu backend repairs from clang's
+  // diagnostics (runtime/backends/cpu/diagnostic_repair.h), repaired alike:
+  //  - a conditional whose arms are one type in different address spaces
+  //    (`c ? tg[i] : T(0)` with a threadgroup bfloat tg, MLX's conv.metal;
+  //    `i < n ? src[i] : bfloat(0)`, its loaders): Metal's arms are the
+  //    values (C++14 [expr.cond]/4-6: the lvalue converts to a prvalue of its
+  //    type, address space aside, MSL section 4), so each arm in an address
+  //    space becomes `__mf_rvalue(arm)`, a prvalue copy;
+  //  - a scalar of higher rank than a vector's elements (`0.5 * a` with a
+  //    half2 a, MLX's fft/radix.h; `float * half4`, llama.cpp): MSL section
+  //    2.13, the scalar converts to the vector's element type, so it becomes
+  //    `static_cast<__mf_scalar_operand_t<decltype(VECTOR), decltype(SCALAR)>>(SCALAR)`
+  //    (that element type in every instantiation of a template).
+  void collect_operand_repairs(const clang::Diagnostic& info) {
+    const unsigned id = info.getID();
+    const bool conditional = id == clang::diag::err_typecheck_cond_incompatible_operands ||
+                             id == clang::diag::err_conditional_ambiguous_ovl;
+    const bool rank = id == clang::diag::err_opencl_scalar_type_rank_greater_than_vector_type;
+    if ((!conditional && !rank) || info.getNumArgs() < 2 || info.getNumRanges() != 2 || !info.hasSourceManager())
+      return;
+    if (info.getArgKind(0) != clang::DiagnosticsEngine::ak_qualtype ||
+        info.getArgKind(1) != clang::DiagnosticsEngine::ak_qualtype)
+      return;
+    clang::QualType types[2] = {clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(0))),
+                                clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(1)))};
+    const clang::SourceManager& sm = info.getSourceManager();
+    std::optional<std::pair<size_t, size_t>> spans[2] = {operand_span(sm, info.getRange(0)),
+                                                         operand_span(sm, info.getRange(1))};
+    if (!spans[0] || !spans[1]) return;
+    if (conditional) {
+      // One type (genuinely different types are Metal's error too).
+      if (types[0].getCanonicalType().getTypePtr() != types[1].getCanonicalType().getTypePtr()) return;
+      for (int k = 0; k < 2; ++k) {
+        if (types[k].getAddressSpace() == clang::LangAS::Default) continue;
+        repairs_.push_back({spans[k]->first, "__mf_rvalue(", true});
+        repairs_.push_back({spans[k]->second, ")", false});
+      }
+      return;
+    }
+    const bool first_is_vector = types[0]->isExtVectorType(), second_is_vector = types[1]->isExtVectorType();
+    if (first_is_vector == second_is_vector) return;
+    const auto& vector = *spans[first_is_vector ? 0 : 1];
+    const auto& scalar = *spans[first_is_vector ? 1 : 0];
+    const std::string& text = locator_.lowered_text();
+    auto slice = [&](const std::pair<size_t, size_t>& span) { return text.substr(span.first, span.second - span.first); };
+    repairs_.push_back({scalar.first,
+                        fmt::format("static_cast<__mf_scalar_operand_t<decltype({}), decltype({})>>(", slice(vector),
+                                    slice(scalar)),
+                        true});
+    repairs_.push_back({scalar.second, ")", false});
+  }
+
   const Locator& locator_;
   std::vector<Diagnostic>& out_;
+  const clang::LangOptions* lang_options_ = nullptr;
   std::optional<size_t> last_error_;
   int notes_ = 0;
-  std::vector<size_t> braced_vector_lists_;
+  std::vector<Insertion> repairs_;
   int accepted_errors_ = 0;
   bool setup_failed_ = false;
 };
@@ -301,7 +386,7 @@ struct ClangParse {
   std::vector<Diagnostic> clang_errors;
   ParseOutput output;
   bool ran = false;           // clang parsed without errors (but those the checker accepts)
-  std::vector<size_t> braced_vector_lists;  // CollectingDiagnostics::braced_vector_lists
+  std::vector<Insertion> repairs;  // CollectingDiagnostics::repairs
   bool setup_failed = false;  // clang could not set the parse up (e.g. it refused the PCH)
 };
 
@@ -341,41 +426,48 @@ ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, cons
   parse.ran = invocation.run();
   // Every error clang reported was one on valid Metal the checker accepts.
   if (!parse.ran && parse.clang_errors.empty() && consumer.accepted_errors() > 0) parse.ran = true;
-  parse.braced_vector_lists = consumer.braced_vector_lists();
+  parse.repairs = consumer.repairs();
   parse.setup_failed = consumer.setup_failed() || (!parse.ran && parse.clang_errors.empty());
   return parse;
 }
 
-// `name{...}` in place of each braced list at these lowered offsets.
-LoweredMsl with_inserted_names(const LoweredMsl& lowered, std::vector<size_t> offsets, std::string_view name) {
+// The lowered text with these insertions (back to front; at one offset the
+// openers first, so that the closers inserted after them end what precedes).
+LoweredMsl with_insertions(const LoweredMsl& lowered, std::vector<Insertion> insertions) {
   LoweredMsl out = lowered;
-  std::sort(offsets.begin(), offsets.end(), std::greater<>());
-  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-  for (size_t at : offsets) {
-    if (at >= out.text.size() || out.text[at] != '{') continue;
-    out.text.insert(at, name);
-    out.origin.insert(out.origin.begin() + static_cast<std::ptrdiff_t>(at), name.size(), out.origin[at]);
+  std::sort(insertions.begin(), insertions.end(), [](const Insertion& x, const Insertion& y) {
+    return x.offset != y.offset ? x.offset > y.offset : x.opens > y.opens;
+  });
+  insertions.erase(std::unique(insertions.begin(), insertions.end()), insertions.end());
+  for (const Insertion& i : insertions) {
+    if (i.offset > out.text.size()) continue;
+    out.text.insert(i.offset, i.text);
+    const uint32_t origin = out.origin[std::min(i.offset, out.origin.size() - 1)];
+    out.origin.insert(out.origin.begin() + static_cast<std::ptrdiff_t>(i.offset), i.text.size(), origin);
   }
   return out;
 }
 
-// A braced list passed for a vector parameter is valid Metal that clang-16
-// rejects; the cpu backend names it `__mf_braced_vector{...}` and compiles
-// again (runtime/backends/cpu/diagnostic_repair.h). The checker does the
-// same, round after round as a repair can expose an enclosing call, and
-// reports the repaired parse when no error is left in it, else the original
-// (which is what the cpu backend reports too).
-ClangParse with_braced_vector_lists_repaired(ClangParse parse, std::string_view source, const LoweredMsl& lowered,
-                                             const std::string& file, const std::string& main_path,
-                                             const std::filesystem::path& standin, const PrecompiledStandin* pch) {
+// Valid Metal that clang-16 rejects and the cpu backend repairs from clang's
+// diagnostics (runtime/backends/cpu/diagnostic_repair.h): a braced list
+// passed for a vector parameter (named `__mf_braced_vector{...}`), a
+// conditional between arms of one type in different address spaces and a
+// scalar of higher rank than a vector's elements (CollectingDiagnostics::
+// collect_operand_repairs). The checker repairs them alike, round after
+// round as a repair can expose an enclosing expression, and reports the
+// repaired parse when no error is left in it, else the original (which is
+// what the cpu backend reports too).
+ClangParse with_valid_metal_repaired(ClangParse parse, std::string_view source, const LoweredMsl& lowered,
+                                     const std::string& file, const std::string& main_path,
+                                     const std::filesystem::path& standin, const PrecompiledStandin* pch) {
   LoweredMsl repaired = lowered;
-  std::vector<size_t> lists = parse.braced_vector_lists;
-  for (int round = 0; round < 4 && !lists.empty(); ++round) {
-    repaired = with_inserted_names(repaired, lists, "__mf_braced_vector");
+  std::vector<Insertion> repairs = parse.repairs;
+  for (int round = 0; round < 8 && !repairs.empty(); ++round) {
+    repaired = with_insertions(repaired, repairs);
     const Locator locator(source, repaired, file);
     ClangParse retry = parse_lowered(repaired, locator, main_path, standin, pch);
     if (retry.ran && retry.clang_errors.empty()) return retry;
-    lists = retry.braced_vector_lists;
+    repairs = retry.repairs;
   }
   return parse;
 }
@@ -441,8 +533,7 @@ CheckResult check_msl(std::string_view source, std::string_view file_name, const
     pch.reset();
     parse = parse_lowered(lowered, locator, main_path, standin, nullptr);
   }
-  parse = with_braced_vector_lists_repaired(std::move(parse), source, lowered, result.file, main_path, standin,
-                                            pch.get());
+  parse = with_valid_metal_repaired(std::move(parse), source, lowered, result.file, main_path, standin, pch.get());
   if (!parse.ran && parse.clang_errors.empty())
     throw CheckerError(fmt::format("mfagen check: clang could not run on '{}'", result.file));
   result.used_precompiled_standin = pch != nullptr;

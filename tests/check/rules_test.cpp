@@ -804,5 +804,47 @@ TEST(CheckRules, SimdgroupMatrixProductIsValidMetal) {
               rules::kCompileError);
 }
 
+// MLX's conv.metal: a conditional between a threadgroup bfloat element and a
+// bfloat prvalue (`c ? Ws[...][c] : T(0)`), and MLX's fft/radix.h: `x[0] -
+// 0.5 * a_1` with a half2 a_1 (the float literal converts to half, MSL
+// section 2.13). Valid Metal that clang rejects; the cpu backend and the
+// checker repair both alike (diagnostic_repair.h, collect_operand_repairs):
+// PeerConstructs.ConditionalBetweenAThreadgroupBfloatAndAPrvalue and
+// PeerConstructs.FloatScalarTimesHalfVectorConvertsTheScalar. Arms of two
+// different classes stay an error in both.
+TEST(CheckRules, ConditionalAcrossAddressSpacesAndScalarTimesHalfVectorAreValidMetal) {
+  expect_clean(
+      "template <typename T>\n"
+      "float peer_pick(threadgroup T* tg, bool c, int i) { return float(c ? tg[i] : T(0)); }\n"
+      "template <typename T>\n"
+      "void peer_scaled_difference(thread vec<T, 2>* x, thread vec<T, 2>* y) {\n"
+      "  vec<T, 2> a = x[1] + x[2];\n"
+      "  y[0] = x[0] - 0.7 * a;\n"
+      "  y[1] = 0.5 * a - x[0];\n"
+      "}\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_threadgroup]]) {\n"
+      "  threadgroup bfloat tg[4];\n"
+      "  threadgroup float tf[4];\n"
+      "  tg[i] = bfloat(out[i]);\n"
+      "  tf[i] = out[i];\n"
+      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  half2 h[3] = {half2(1.0h), half2(0.5h), half2(0.25h)}, hy[2];\n"
+      "  peer_scaled_difference<half>(h, hy);\n"
+      "  float2 f[3] = {float2(1.0f), float2(0.5f), float2(0.25f)}, fy[2];\n"
+      "  peer_scaled_difference<float>(f, fy);\n"
+      "  out[i] = peer_pick<bfloat>(tg, i % 2 == 0, i) + peer_pick<float>(tf, true, i) + float(hy[0].x) + fy[1].y;\n"
+      "}\n");
+  expect_rule(
+      "struct PeerOther { float v; };\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_threadgroup]]) {\n"
+      "  threadgroup bfloat tg[4];\n"
+      "  tg[i] = bfloat(out[i]);\n"
+      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  PeerOther o = {1.0f};\n"
+      "  out[i] = float(i % 2 ? tg[i] : o);  // HERE\n"
+      "}\n",
+      rules::kCompileError);
+}
+
 }  // namespace
 }  // namespace mfagen::check

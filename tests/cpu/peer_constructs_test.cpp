@@ -246,5 +246,38 @@ TEST(PeerConstructs, SimdgroupMatrixOperatorMultiply) {
   }
 }
 
+// MLX's conv.metal: `c ? Ws[...][c] : T(0)` with a threadgroup bfloat array
+// (and the same template for float): the element when c holds, else 0.
+TEST(PeerConstructs, ConditionalBetweenAThreadgroupBfloatAndAPrvalue) {
+  auto module = compile_constructs();
+  std::vector<float> in = {1.5f, -2.25f, 3.0078125f, 7.0f}, out(4, -100.0f);
+  auto result = run(*module, "conditional_threadgroup_bfloat", {1, 1, 1}, {4, 1, 1}, {bind(0, in), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  // bfloat(3.0078125) is 3 (a tie, to even); odd threads take the float arm.
+  EXPECT_EQ(out, (std::vector<float>{1.5f, -4.5f, 3.0f, 14.0f}));
+}
+
+// MLX's fft/radix.h: `x[0] - 0.5 * a_1` with a half2 a_1 in a template also
+// instantiated for float. The float literal converts to half (MSL section
+// 2.13): 1 - half(0.7) is 0.2998046875, where widening the vector to float
+// would give 0.300048828125.
+TEST(PeerConstructs, FloatScalarTimesHalfVectorConvertsTheScalar) {
+  auto module = compile_constructs();
+  std::vector<float> out(8, -100.0f);
+  auto result = run(*module, "scalar_literal_times_half_vector", {1, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  const double h07 = round_half(double(0.7f));
+  ASSERT_EQ(round_half(1.0 - h07), 0.2998046875);
+  EXPECT_EQ(double(out[0]), round_half(1.0 - h07));
+  EXPECT_EQ(double(out[1]), round_half(2.0 - h07));
+  EXPECT_EQ(out[2], -0.5f);
+  EXPECT_EQ(out[3], -1.5f);
+  const float f07 = 0.7f;
+  EXPECT_EQ(out[4], 1.0f - f07);
+  EXPECT_EQ(out[5], 2.0f - f07);
+  EXPECT_EQ(out[6], -0.5f);
+  EXPECT_EQ(out[7], -1.5f);
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -83,14 +83,26 @@ bool names_address_space(const std::string& type) {
   return false;
 }
 
-// The element type of a vector type as clang prints it: `half
-// __attribute__((ext_vector_type(4)))` or a typedef such as `half4`.
-std::optional<std::string> vector_element(const std::string& type) {
+// Whether clang's spelling of a type is a vector: `half
+// __attribute__((ext_vector_type(4)))`, a typedef such as `half4`, or
+// `metal::vec<half, 2>` (MLX's fft/radix.h).
+bool is_vector_type(const std::string& type) {
   static const std::regex attribute(R"(^(?:const )?(\w+) __attribute__\(\(ext_vector_type\(\d+\)\)\)$)");
   static const std::regex name(R"(^(?:const )?(float|half|int|uint|short|ushort|char|uchar|long|ulong)[234]$)");
-  std::smatch m;
-  if (std::regex_match(type, m, attribute) || std::regex_match(type, m, name)) return m[1].str();
-  return std::nullopt;
+  static const std::regex vec(R"(^(?:const )?(?:(?:metal::)?vec|__mf_ext_vec)<\w+, ?\d+>$)");
+  return std::regex_match(type, attribute) || std::regex_match(type, name) || std::regex_match(type, vec);
+}
+
+// The text of a diagnostic's operand range on one line; nullopt if it spans
+// lines (a line marker could be among them) or is out of range.
+std::optional<std::string> operand_text(const std::string& text, const std::vector<size_t>& starts, Position begin,
+                                        Position end) {
+  if (begin.line != end.line || begin.line < 1 || size_t(begin.line) > starts.size() || begin.column < 1 ||
+      end.column <= begin.column)
+    return std::nullopt;
+  size_t at = starts[begin.line - 1] + size_t(begin.column - 1), n = size_t(end.column - begin.column);
+  if (at + n > text.size() || text.substr(at, n).find('\n') != std::string::npos) return std::nullopt;
+  return text.substr(at, n);
 }
 
 // The expressions to wrap for the errors clang reported that are of the
@@ -99,7 +111,9 @@ std::optional<std::string> vector_element(const std::string& type) {
 // where a default template argument instantiates MLX's loader with its
 // conditional), and the repaired text is used only if it then compiles
 // (the caller reports the original errors otherwise).
-std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostics, const std::string& file) {
+std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostics, const std::string& file,
+                                                   const std::string& text) {
+  const std::vector<size_t> starts = line_starts(text);
   // file:L:C:{L:C-L:C}{L:C-L:C}: error: MESSAGE (one range per operand)
   static const std::regex error_line(R"(^(.*):\d+:\d+:((?:\{\d+:\d+-\d+:\d+\})*): (?:fatal )?error: (.*)$)");
   static const std::regex incompatible(
@@ -111,7 +125,8 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
       R"(^conditional expression is ambiguous; '([^']*)' and '([^']*)' can be converted to several common types$)");
   static const std::regex scalar_rank(
       R"(^scalar operand type has greater rank than the type of the vector element\. )"
-      R"(\('([^']*)'(?: \(vector of \d+ '[^']*' values\))? and '([^']*)'(?: \(vector of \d+ '[^']*' values\))?\)$)");
+      R"(\('([^']*)'(?: \(vector of \d+ '[^']*' values\)| \(aka '([^']*)'\))? and )"
+      R"('([^']*)'(?: \(vector of \d+ '[^']*' values\)| \(aka '([^']*)'\))?\)$)");
   static const std::regex range(R"(\{(\d+):(\d+)-(\d+):(\d+)\})");
   // A call no candidate accepts, with a note per candidate; the notes of the
   // braced lists clang cannot convert to a vector parameter carry the list's range.
@@ -172,10 +187,19 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
       if (!wrapped) continue;
     } else if (std::regex_match(message, types, scalar_rank)) {
       // Operands in source order; the one that is not a vector is the scalar.
-      std::optional<std::string> first = vector_element(types[1]), second = vector_element(types[2]);
-      if (bool(first) == bool(second)) continue;
+      // It converts to the vector's element type, spelled through decltype
+      // so that the text stays right in every instantiation of a template
+      // (MLX's radix3<T>: `0.5 * a_1`, a_1 a vec<T, 2>, for float and half).
+      const bool first = is_vector_type(types[1]) || (types[2].matched && is_vector_type(types[2])),
+                 second = is_vector_type(types[3]) || (types[4].matched && is_vector_type(types[4]));
+      if (first == second) continue;
       Wrap scalar = operands[first ? 1 : 0];
-      scalar.prefix = "static_cast<" + (first ? *first : *second) + ">(";
+      const Wrap& vector = operands[first ? 0 : 1];
+      std::optional<std::string> vector_text = operand_text(text, starts, vector.begin, vector.end),
+                                 scalar_text = operand_text(text, starts, scalar.begin, scalar.end);
+      if (!vector_text || !scalar_text) continue;
+      scalar.prefix = "static_cast<__mf_scalar_operand_t<decltype(" + *vector_text + "), decltype(" + *scalar_text +
+                      ")>>(";
       wraps.insert(scalar);
     } else {
       continue;
@@ -234,7 +258,7 @@ std::optional<std::string> repair_from_diagnostics(const std::string& lowered, c
     ProcessResult result = run_process(argv);
     std::filesystem::remove(scratch_file);
     if (result.exit_code == 0) return round == 0 ? std::nullopt : std::optional(text);
-    std::optional<std::set<Wrap>> wraps = rejected_expressions(result.output, scratch_file);
+    std::optional<std::set<Wrap>> wraps = rejected_expressions(result.output, scratch_file, text);
     if (!wraps) return std::nullopt;
     std::optional<std::string> wrapped = apply_wraps(text, *wraps);
     if (!wrapped) return std::nullopt;

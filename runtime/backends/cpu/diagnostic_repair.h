@@ -14,8 +14,13 @@
 //  - a scalar of higher rank than a vector's elements, e.g. `float * half4`
 //    (llama.cpp): Metal converts the scalar to the element type ("the scalar
 //    may also be subject to the usual arithmetic conversion to the element
-//    type"), clang rejects it. The scalar operand is wrapped in
-//    static_cast<ELEMENT>(...);
+//    type", MSL section 2.13), clang rejects it. The scalar operand is
+//    wrapped in static_cast<__mf_scalar_operand_t<decltype(VECTOR),
+//    decltype(SCALAR)>>(...), the vector's element type spelled so that it
+//    is right in every instantiation of a template (MLX's radix3<T>, `0.5 *
+//    a_1` with a vec<T, 2> a_1, for float and half; the vector operand
+//    appears only in decltype, unevaluated). `mfagen check` makes the same
+//    repairs (generator/check/check.cpp, collect_operand_repairs);
 //  - a braced list passed for a vector parameter, e.g. `f({n * i.x, i.y,
 //    i.z})` with a uint3 parameter (MLX's copy and binary kernels): Metal
 //    list-initializes the parameter, clang-16 finds no candidate ("cannot

@@ -401,3 +401,42 @@ kernel void simdgroup_matrix_products(const device float* a [[buffer(0)]], const
   simdgroup_half8x8 HH = H * H;
   simdgroup_store(HH, hout);
 }
+
+// MLX's conv.metal (lines 444, 446): `g.thread_elements()[0] = c ?
+// Ws[...][c] : T(0);` with a threadgroup T array and T = bfloat. Metal's
+// arms are values (C++14 [expr.cond]: the lvalue converts to a prvalue of
+// its type; the address space is where it is read from, MSL section 4), so
+// the result is the element when c holds, else 0, read only when c holds.
+template <typename T>
+METAL_FUNC float peer_pick(threadgroup T* tg, bool c, int i) {
+  return float(c ? tg[i] : T(0));
+}
+kernel void conditional_threadgroup_bfloat(const device float* in [[buffer(0)]], device float* out [[buffer(1)]],
+                                           uint i [[thread_position_in_threadgroup]]) {
+  threadgroup bfloat tg[4];
+  threadgroup float tf[4];
+  tg[i] = bfloat(in[i]);
+  tf[i] = in[i] * 2.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[i] = peer_pick<bfloat>(tg, i % 2 == 0, i) + peer_pick<float>(tf, i % 2 == 1, i);
+}
+
+// MLX's fft/radix.h (line 62): `x[0] - 0.5 * a_1` in radix3<T> with a
+// vec<T, 2> a_1, T = half: the literal is a float (unsuffixed literals are
+// float) and MSL section 2.13 converts the scalar to the vector's element
+// type, so the product is a half2 and 0.7 is half(0.7f). out = {half's
+// x0 - 0.7 * a, 0.5 * a - x0, then float's}.
+template <typename T>
+METAL_FUNC void peer_scaled_difference(thread vec<T, 2>* x, thread vec<T, 2>* y) {
+  vec<T, 2> a = x[1] + x[2];
+  y[0] = x[0] - 0.7 * a;
+  y[1] = 0.5 * a - x[0];
+}
+kernel void scalar_literal_times_half_vector(device float* out [[buffer(0)]]) {
+  half2 h[3] = {half2(1.0h, 2.0h), half2(0.5h, 0.25h), half2(0.5h, 0.75h)}, hy[2];
+  peer_scaled_difference<half>(h, hy);
+  float2 f[3] = {float2(1.0f, 2.0f), float2(0.5f, 0.25f), float2(0.5f, 0.75f)}, fy[2];
+  peer_scaled_difference<float>(f, fy);
+  out[0] = hy[0].x, out[1] = hy[0].y, out[2] = hy[1].x, out[3] = hy[1].y;
+  out[4] = fy[0].x, out[5] = fy[0].y, out[6] = fy[1].x, out[7] = fy[1].y;
+}

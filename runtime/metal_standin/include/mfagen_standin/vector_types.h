@@ -205,6 +205,31 @@ using vec = typename ::__mf_vec_sel<T, N>::type;
 // elements too (which an ext vector pattern could not deduce).
 template <class V>
 using __mf_vec_lelem_t = typename __mf_vt<V>::lelem;
+
+// `scalar OP vector` with a scalar of higher rank than the vector's elements
+// (`0.5 * a` with a half2 a, MLX's fft/radix.h): MSL section 2.13, the
+// scalar converts to the element type. The repair of that error (the cpu
+// backend's diagnostic_repair.h and mfagen check alike) casts the scalar to
+// __mf_scalar_operand_t<decltype(VECTOR), decltype(SCALAR)>: the vector's
+// element type, or the scalar's own type where VECTOR is no vector (another
+// instantiation of the same template text).
+template <class T>
+struct __mf_scalar_operand_noref {
+  typedef T type;
+};
+template <class T>
+struct __mf_scalar_operand_noref<T&> {
+  typedef T type;
+};
+template <class T>
+struct __mf_scalar_operand_noref<T&&> {
+  typedef T type;
+};
+template <class V, class S>
+using __mf_scalar_operand_t =
+    __mf_cond<__mf_vt<typename __mf_scalar_operand_noref<V>::type>::is_vec,
+              typename __mf_vt<typename __mf_scalar_operand_noref<V>::type>::lelem,
+              __mf_unqual<typename __mf_scalar_operand_noref<S>::type>>;
 template <class V, template <class> class A, class T>
 constexpr bool __mf_vec_alias_matches() {
   if constexpr (__mf_vt<V>::is_vec)
