@@ -258,8 +258,9 @@ std::string msl_inputs(const ScoreFunctions& f) {
   std::vector<std::string> fields;
   for (const CaptureDecl& c : f.captures) fields.push_back(capture_buffer_name(c.name));
   for (size_t i = 0; i < f.scalars.size(); ++i) fields.push_back(fmt::format("mod_scalars[{}]", i));
-  for (const char* size : {"int(params.batch)", "int(params.heads_q)", "int(params.heads_kv)", "int(seq_q)",
-                           "int(seq_k)"})
+  // The call's sizes (on a paged cache Sk is the longest cache length: captured tensors are sized by it).
+  for (const char* size : {"int(params.batch)", "int(params.heads_q)", "int(params.heads_kv)", "int(params.seq_q)",
+                           "int(params.seq_k)"})
     fields.push_back(size);
   // Wrapped to the kernels' 120 columns, continuation lines under the brace.
   const std::string head = "const ModInputs mods = {";

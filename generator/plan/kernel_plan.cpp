@@ -65,10 +65,6 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, s.mods.score_mod.empty() ? "mask_mod" : "score_mod",
            "score_mod and mask_mod compile into kernels on dense queries in this version (layout dense, k and v "
            "in the spec's dtype; a paged cache with the forward and decode)");
-  if (!s.mods.mask_mod.empty() && s.kind == spec::Kind::decode)
-    refuse(s, "mask_mod",
-           "a decode kernel's rows are the (head, query) pairs of a GQA group, which mask_mod's blocks of queries "
-           "do not describe: use score_mod (it may return a very negative score to hide a key) or a forward kernel");
   if (s.kind == spec::Kind::backward && expr::gradient_captures(s.mods).size() > expr::kMaxCaptureGradients)
     refuse(s, "score_mod",
            fmt::format("the backward writes a gradient for each float captured tensor score_mod reads, at most {} "
@@ -167,7 +163,7 @@ std::vector<BufferSlot> buffer_table(const spec::KernelSpec& s) {
                        s.mods.captures[i].type == expr::CaptureType::float32 ? "device const float*"
                                                                               : "device const int*",
                        false});
-  if (!s.mods.mask_mod.empty())
+  if (!s.mods.mask_mod.empty() && s.kind != spec::Kind::decode)
     buffers.push_back({expr::kBlockClassesIndex, "block_classes", "device uchar*", true, true});
   if (s.kind == spec::Kind::backward) {
     const std::vector<size_t> gradients = expr::gradient_captures(s.mods);
@@ -256,7 +252,8 @@ KernelPlan plan_kernel(const spec::KernelSpec& s) {
   // The captured tensors' gradients are summed last.
   if (s.kind == spec::Kind::backward && !expr::gradient_captures(s.mods).empty()) p.entries.push_back(s.name + "_dcaptures");
   // mask_mod's block classes are computed first (DESIGN.md section 13).
-  if (!s.mods.mask_mod.empty()) p.entries.insert(p.entries.begin(), s.name + "_blocks");
+  // (Decode kernels evaluate mask_mod pair by pair: their rows are a GQA group's (head, query) pairs.)
+  if (!s.mods.mask_mod.empty() && s.kind != spec::Kind::decode) p.entries.insert(p.entries.begin(), s.name + "_blocks");
   p.tiles_from_table = !s.tiles.has_value();
   const spec::Tiles tiles = s.tiles.value_or(table_tiles(s));
   p.block_q = tiles.block_q;

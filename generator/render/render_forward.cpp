@@ -160,6 +160,8 @@ std::string render_forward(const plan::KernelPlan& plan) {
       {"mods", s.mods.any()},
       {"score_mod", !s.mods.score_mod.empty()},
       {"mask_mod", !s.mods.mask_mod.empty()},
+      // Block classes (the _blocks kernel): every mask_mod kernel but decode's, which decides pair by pair.
+      {"mask_mod_blocks", !s.mods.mask_mod.empty() && s.kind != spec::Kind::decode},
       {"natural_scale", s.softcap || !s.mods.score_mod.empty()},
       {"score_slope", s.softcap || !s.mods.score_mod.empty()},  // backward: dS times d s / d z
       {"score_batch", mask || s.mods.any()},

@@ -108,7 +108,7 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
     require(call.total_q == 0 && call.total_k == 0,
             "kernel " + kernel.entry + " was generated for dense tensors (spec layout dense): total_q and total_k "
             "must stay 0");
-  require(call.block_classes == BlockClasses::computed || kernel.mask_mod,
+  require(call.block_classes == BlockClasses::computed || classifies_blocks(kernel),
           "kernel " + kernel.entry + " has no mask_mod: its calls take no block classes (leave block_classes computed)");
   if (call.batch_plan)
     require(kernel.planned_batches && !call.batch_plan->work.empty() && !call.batch_plan->merges.empty() &&
@@ -277,7 +277,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
                             4 * captured_elements(kernel.captures[i], shape), false});
   const uint64_t q_blocks = (shape.seq_q + kernel.block_q - 1) / kernel.block_q;
   const uint64_t k_blocks = (shape.seq_k + kernel.block_k - 1) / kernel.block_k;
-  if (kernel.mask_mod)  // one class per (b, h, query block, key block), written by the _blocks launch
+  if (classifies_blocks(kernel))  // one class per (b, h, query block, key block), written by the _blocks launch
     plan.buffers.push_back({kForwardBlockClasses, "block_classes",
                             checked_mul(checked_mul(mask_tables(kernel, shape), q_blocks, "block_classes"), k_blocks,
                                         "block_classes"),
@@ -371,7 +371,7 @@ DispatchPlan plan_forward(const ForwardKernelInfo& kernel, const ForwardCall& ca
     std::sort(l.buffers.begin(), l.buffers.end());  // bound in ascending order, as LaunchPlan keeps them
     plan.launches.push_back(std::move(l));
   };
-  if (kernel.mask_mod && call.block_classes != BlockClasses::given)
+  if (classifies_blocks(kernel) && call.block_classes != BlockClasses::given)
     launch(kernel.entry + "_blocks", {k_blocks, q_blocks, mask_tables(kernel, shape)}, 32, 0,
            bound({kForwardParams}, true));
   if (call.block_classes == BlockClasses::only) {  // the classes alone: only what _blocks binds is needed

@@ -67,7 +67,7 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   ok = ok && kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale);
   ok = ok && dropout_valid(kernel.dropout, call);
   ok = ok && (kernel.decode ? s.seq_q <= kMaxDecodeQueries : call.splits == 0);
-  ok = ok && (call.block_classes == BlockClasses::computed || kernel.mask_mod);
+  ok = ok && (call.block_classes == BlockClasses::computed || classifies_blocks(kernel));
   const BatchPlan* b = call.batch_plan;
   ok = ok && (!b || (kernel.planned_batches && !b->work.empty() && !b->merges.empty() && b->work.size() <= UINT32_MAX &&
                      b->merge_count <= b->merges.size()));
@@ -139,7 +139,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     throw DispatchError("kernel " + kernel.name + " writes the KV cache (kind cache_append), it is not attention: plan "
                         "it with plan_cache_append (mfagen/cache_append_dispatch.h)");
   // mask_mod kernels launch their _blocks entry first.
-  const size_t first = info.mask_mod ? 1 : 0;
+  const size_t first = classifies_blocks(info) ? 1 : 0;
   const bool gradients = writes_capture_gradients(info);
   if (kernel.entries.size() !=
       first + (info.backward ? 3u + info.sinks + gradients : info.decode || info.planned_batches ? 2u : 1u))
@@ -188,7 +188,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     add(kForwardFirstCapture + uint32_t(i), info.captures[i].buffer, 4 * count, false);
   }
   const uint64_t q_blocks = ceil_div(s.seq_q, info.block_q), k_blocks = ceil_div(s.seq_k, info.block_k);
-  if (info.mask_mod)
+  if (classifies_blocks(info))
     add(kForwardBlockClasses, "block_classes", c.mul(c.mul(mask_tables(info, s), q_blocks), k_blocks),
         call.block_classes != BlockClasses::given, call.block_classes == BlockClasses::computed);
   if (info.paged) {
@@ -265,7 +265,7 @@ LaunchPlan& Library::launch_plan(const KernelEntry& kernel, const ForwardCall& c
     for (uint32_t i : indices) m |= 1u << i;
     return m;
   };
-  if (info.mask_mod && call.block_classes != BlockClasses::given) {
+  if (classifies_blocks(info) && call.block_classes != BlockClasses::given) {
     LaunchPlan::Launch& l = plan.launch_storage[plan.launch_count++];
     l.entry = kernel.entries[0];
     l.threadgroups = {uint32_t(k_blocks), uint32_t(q_blocks), uint32_t(mask_tables(info, s))};

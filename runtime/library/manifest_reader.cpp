@@ -88,7 +88,7 @@ constexpr std::array<std::pair<std::string_view, MaskInput>, 3> kMasks{
 // The kernel functions of a file in launch order, as the planner launches them.
 std::vector<std::string> expected_entries(const KernelEntry& e) {
   std::vector<std::string> entries;
-  if (e.info.mask_mod) entries.push_back(e.name + "_blocks");  // mask_mod's block classes, first
+  if (classifies_blocks(e.info)) entries.push_back(e.name + "_blocks");  // mask_mod's block classes, first
   if (e.kind == KernelKind::decode) entries.insert(entries.end(), {e.name, e.name + "_combine"});
   else if (e.kind == KernelKind::backward)
     entries.insert(entries.end(), {e.name + "_preprocess", e.name + "_dkdv", e.name + "_dq"});
@@ -195,7 +195,6 @@ void parse_mods(const Field& m, KernelEntry& e) {
   if (!info.score_mod && !info.mask_mod) m.fail("score_mod or mask_mod true");
   info.mask_by_batch = m.at("mask_by_batch").boolean();
   info.mask_by_head = m.at("mask_by_head").boolean();
-  if (e.kind == KernelKind::decode) m.fail("no mods on a decode kernel (forward and backward only)");
   info.mod_scalars = uint32_t(m.at("scalars").integer(0, 16));
   const Field captures = m.at("captures");
   if (captures.array().size() > kMaxCaptures) captures.fail("at most 4 captured tensors");

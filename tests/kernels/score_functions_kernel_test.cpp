@@ -113,9 +113,10 @@ TEST(ScoreFunctionsBackward, BitIdenticalRunToRunWithCapturedGradients) {
   EXPECT_EQ(a.gradient_values, b.gradient_values);
 }
 
-// score_mod in split-K decode kernels, dense and on a paged cache: rows are
-// the (head, query) pairs of a GQA group, each scored with its own h and q_idx.
-TEST(ScoreFunctionsDecode, ScoreModMatchesTheFloat64Reference) {
+// score_mod and mask_mod in split-K decode kernels, dense and on a paged
+// cache: rows are the (head, query) pairs of a GQA group, each scored and
+// masked with its own h and q_idx.
+TEST(ScoreFunctionsDecode, ScoreModAndMaskModMatchTheFloat64Reference) {
   for (bool paged : {false, true}) {
     ForwardCase c = base(Kind::decode, DType::float16, 3, 600);
     c.heads_q = 8;
@@ -129,9 +130,19 @@ TEST(ScoreFunctionsDecode, ScoreModMatchesTheFloat64Reference) {
     const ForwardOutcome outcome = run_forward_case(c);
     EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
   }
-  ForwardCase masked = base(Kind::decode, DType::float16, 1, 100);
-  masked.mods = document_mask_case(shape_of(masked), 3, 2);
-  EXPECT_THROW(run_forward_case(masked), spec::SpecError);  // mask_mod: decode refuses it, naming the field
+  // mask_mod too, decided pair by pair (a decode block's rows are a GQA group's (head, query) pairs).
+  for (bool paged : {false, true}) {
+    ForwardCase c = base(Kind::decode, DType::bfloat16, 2, 500);
+    c.heads_q = 8;
+    c.splits = 3;
+    c.mods = document_mask_case(shape_of(c), 43, 3);
+    if (paged) {
+      c.page_size = 16;
+      c.cache_lengths = {500, 320};
+    }
+    const ForwardOutcome outcome = run_forward_case(c);
+    EXPECT_TRUE(outcome.ok()) << c.describe() << "\n" << outcome.report();
+  }
 }
 
 // A BlockMask reused: the block classes computed in a call of their own

@@ -103,10 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "p.json: tiles.key_groups: attn_fwd_f16_d8_gqa_q64k8s32g16: key_groups 16 with block_q 64, "
                 "simdgroups 32 hand 61440 bytes of softmax state to group 0, over Metal's 32768 bytes of "
                 "threadgroup memory; use fewer key groups or a smaller block_q"},
-        Refusal{R"({"kind": "decode", "dtype": "float16", "head_dim": 64, "mask_mod": "kv_idx < 8", "name": "m"})",
-                "p.json: mask_mod: m: a decode kernel's rows are the (head, query) pairs of a GQA group, which "
-                "mask_mod's blocks of queries do not describe: use score_mod (it may return a very negative score "
-                "to hide a key) or a forward kernel"},
+        Refusal{R"({"dtype": "float16", "head_dim": 64, "layout": "varlen", "mask_mod": "kv_idx < 8", "name": "m"})",
+                "p.json: mask_mod: m: score_mod and mask_mod compile into kernels on dense queries in this version "
+                "(layout dense, k and v in the spec's dtype; a paged cache with the forward and decode)"},
         Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_cache": "paged", "kv_dtype": "q8_0", "score_mod": "score",
                     "name": "p"})",
                 "p.json: score_mod: p: score_mod and mask_mod compile into kernels on dense queries in this version "

@@ -32,6 +32,8 @@ const Library& launch_library() {
      "causal": "bottom_right", "sinks": true},
     {"kind": ["forward", "decode"], "dtype": "float16", "head_dim": 64, "kv_cache": ["dense", "paged"],
      "kv_dtype": ["q8_0", "q4_0", "fp8_e4m3"]},
+    {"kind": "decode", "dtype": "float16", "head_dim": 64, "kv_cache": ["dense", "paged"],
+     "score_mod": "score * s", "mask_mod": "kv_idx % 3 != 1", "scalars": ["s"]},
     {"kind": ["forward", "backward"], "dtype": "float16", "head_dim": 64, "causal": "bottom_right",
      "score_mod": "score + rel[q_idx - kv_idx + Sk - 1] * s + t[b, h, q_idx % 3]", "mask_mod": "doc[b, kv_idx] >= 0",
      "captures": {"rel": {"dtype": "float32", "shape": ["Sq + Sk - 1"]}, "doc": {"dtype": "int32", "shape": ["B", "Sk"]},
@@ -178,7 +180,7 @@ TEST(LaunchPlan, BlockClassesComputedAloneOrGivenEqualPlanForward) {
   std::mt19937_64 rng(5);
   size_t checked = 0;
   for (const KernelEntry& kernel : launch_library().kernels()) {
-    if (!kernel.info.mask_mod) continue;
+    if (!classifies_blocks(kernel.info)) continue;  // decode's mask_mod decides pair by pair: no classes
     for (BlockClasses mode : {BlockClasses::computed, BlockClasses::only, BlockClasses::given}) {
       ForwardCall call = random_call(kernel, rng);
       call.block_classes = mode;

@@ -300,6 +300,11 @@ inline bool writes_capture_gradients(const ForwardKernelInfo& k) {
   return false;
 }
 
+// Whether a mask_mod kernel classifies blocks first (its _blocks launch):
+// every one but decode, whose rows are (head, query) pairs of a GQA group
+// and whose mask_mod decides pair by pair.
+inline bool classifies_blocks(const ForwardKernelInfo& k) { return k.mask_mod && !k.decode; }
+
 // The tables of block classes a mask_mod kernel's _blocks launch writes.
 inline uint64_t mask_tables(const ForwardKernelInfo& k, const AttentionShape& s) {
   return (k.mask_by_batch ? s.batch : 1) * (k.mask_by_head ? s.heads_q : 1);
