@@ -25,7 +25,10 @@ keys at row cache_leftpad[b]: its keys are rows cache_leftpad[b] .. of its
 cache, aligned bottom-right over that length; ``num_splits`` is
 accepted and ignored (mfagen chooses splits). ``flash_attn_func`` and
 ``flash_attn_varlen_func`` also take the keyword ``sinks`` (gpt-oss's attention
-sinks, (H,) float32, with a gradient).
+sinks, (H,) float32, with a gradient). ``flash_attn_varlen_func`` with
+``block_table`` runs packed queries against paged k/v caches in one launch
+(a serving step; forward only), each sequence's keys the differences of
+``cu_seqlens_k``.
 
 Gradients flow to q, k and v through mfagen's backward kernels. CPU tensors run
 on the cpu backend, an emulator of the generated Metal kernels: correct, not
