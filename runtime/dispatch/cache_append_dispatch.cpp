@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "dispatch_checks.h"
 #include "params_writer.h"
 
 namespace mfagen {
@@ -10,17 +11,7 @@ namespace {
 
 constexpr uint64_t kMaxRows = std::numeric_limits<int32_t>::max();
 
-// (Named apart from forward_dispatch.cpp's helpers: the two files share a unity build.)
-void require_append(bool ok, const std::string& message) {
-  if (!ok) throw DispatchError(message);
-}
-
-// Bytes from the first unit to one past the last a (entries, heads, rows, units) view touches.
-uint64_t view_bytes(const Strides3& s, uint64_t entries, uint64_t heads, uint64_t rows, uint64_t units,
-                    uint64_t unit_bytes) {
-  const uint64_t last = (entries - 1) * s.batch + (heads - 1) * s.head + (rows - 1) * s.row + (units - 1);
-  return (last + 1) * unit_bytes;
-}
+using namespace dispatch_checks;
 
 }  // namespace
 
@@ -46,26 +37,26 @@ void contiguous_append_strides(const ForwardKernelInfo& kernel, CacheAppendCall&
 
 DispatchPlan plan_cache_append(const ForwardKernelInfo& kernel, const CacheAppendCall& call) {
   const std::string who = "kernel " + kernel.entry;
-  require_append(kernel.cache_append, who + " is not a cache_append kernel");
-  require_append(call.batch >= 1 && call.heads_kv >= 1 && call.new_rows >= 1,
+  require(kernel.cache_append, who + " is not a cache_append kernel");
+  require(call.batch >= 1 && call.heads_kv >= 1 && call.new_rows >= 1,
           "batch, heads_kv and new_rows must be at least 1");
-  require_append(call.batch * call.heads_kv <= UINT32_MAX && call.new_rows <= kMaxRows,
+  require(call.batch * call.heads_kv <= UINT32_MAX && call.new_rows <= kMaxRows,
           "batch x heads_kv must be below 2^32 and new_rows below 2^31 (grid dimensions)");
   if (kernel.varlen)
-    require_append(call.total_new >= 1 && call.total_new <= kMaxRows,
+    require(call.total_new >= 1 && call.total_new <= kMaxRows,
             who + " takes packed new rows (layout varlen): total_new must be between 1 and 2^31-1");
   else
-    require_append(call.total_new == 0, who + " takes dense new rows (layout dense): total_new must stay 0");
+    require(call.total_new == 0, who + " takes dense new rows (layout dense): total_new must stay 0");
   if (kernel.paged)
-    require_append(call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 && call.num_pages <= kMaxRows &&
+    require(call.page_size >= 1 && call.num_pages >= 1 && call.max_pages >= 1 && call.num_pages <= kMaxRows &&
                 call.max_pages <= kMaxRows && call.page_size <= kMaxRows / call.max_pages && call.cache_rows == 0,
             who + " writes a paged cache: page_size, num_pages and max_pages must be at least 1 with max_pages x "
                   "page_size below 2^31, and cache_rows 0");
   else
-    require_append(call.cache_rows >= 1 && call.cache_rows <= kMaxRows && call.page_size == 0 && call.num_pages == 0 &&
+    require(call.cache_rows >= 1 && call.cache_rows <= kMaxRows && call.page_size == 0 && call.num_pages == 0 &&
                 call.max_pages == 0,
             who + " writes a dense cache: cache_rows must be between 1 and 2^31-1, and the page sizes 0");
-  require_append(kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale),
+  require(kv_scales_valid(kernel.kv_format, call.k_scale, call.v_scale),
           kernel.kv_format == KvFormat::fp8_e4m3
               ? who + " writes fp8 k and v: k_scale and v_scale must be finite, nonzero float32 values"
               : who + " takes no k_scale or v_scale (only fp8_e4m3 caches do): leave them at 1");
@@ -78,16 +69,14 @@ DispatchPlan plan_cache_append(const ForwardKernelInfo& kernel, const CacheAppen
   const uint64_t cache_entries = kernel.paged ? call.num_pages : call.batch;
   const uint64_t cache_rows = kernel.paged ? call.page_size : call.cache_rows;
   const uint64_t unit = kv_unit_bytes(kernel.kv_format, kernel.element_bytes);
+  const uint64_t k_units = kv_row_units(kernel.kv_format, kernel.head_dim);
+  const uint64_t v_units = kv_row_units(kernel.kv_format, kernel.head_dim_v);
   plan.buffers = {
-      {kAppendKCache, "k",
-       view_bytes(call.k_cache, cache_entries, call.heads_kv, cache_rows, kv_row_units(kernel.kv_format, kernel.head_dim), unit),
-       true},
-      {kAppendVCache, "v",
-       view_bytes(call.v_cache, cache_entries, call.heads_kv, cache_rows, kv_row_units(kernel.kv_format, kernel.head_dim_v), unit),
-       true},
+      {kAppendKCache, "k", span_bytes(call.k_cache, cache_entries, call.heads_kv, cache_rows, k_units, unit, "k"), true},
+      {kAppendVCache, "v", span_bytes(call.v_cache, cache_entries, call.heads_kv, cache_rows, v_units, unit, "v"), true},
       {kAppendParams, "params", 0, false},
-      {kAppendNewK, "k_new", view_bytes(call.k_new, entries, call.heads_kv, rows, kernel.head_dim, e), false},
-      {kAppendNewV, "v_new", view_bytes(call.v_new, entries, call.heads_kv, rows, kernel.head_dim_v, e), false},
+      {kAppendNewK, "k_new", span_bytes(call.k_new, entries, call.heads_kv, rows, kernel.head_dim, e, "k_new"), false},
+      {kAppendNewV, "v_new", span_bytes(call.v_new, entries, call.heads_kv, rows, kernel.head_dim_v, e, "v_new"), false},
   };
   if (kernel.varlen) plan.buffers.push_back({kAppendCuSeqlens, "cu_seqlens_k", (call.batch + 1) * 4, false});
   if (kernel.paged) plan.buffers.push_back({kAppendBlockTable, "block_table", call.batch * call.max_pages * 4, false});
@@ -116,27 +105,27 @@ DispatchPlan plan_cache_append(const ForwardKernelInfo& kernel, const CacheAppen
 void check_cache_append(const ForwardKernelInfo& kernel, const CacheAppendCall& call,
                         std::span<const int32_t> cu_seqlens, std::span<const int32_t> block_table,
                         std::span<const int32_t> cache_seqlens) {
-  require_append(cache_seqlens.size() == call.batch, "cache_seqlens has " + std::to_string(cache_seqlens.size()) +
+  require(cache_seqlens.size() == call.batch, "cache_seqlens has " + std::to_string(cache_seqlens.size()) +
                                                   " entries; the batch has " + std::to_string(call.batch));
   if (kernel.varlen)
     check_cu_seqlens(cu_seqlens.data(), cu_seqlens.size(), call.batch, call.total_new, call.new_rows, "cu_seqlens_k");
   if (kernel.paged)
-    require_append(block_table.size() == call.batch * call.max_pages,
+    require(block_table.size() == call.batch * call.max_pages,
             "block_table has " + std::to_string(block_table.size()) + " entries; (batch, max_pages) is " +
                 std::to_string(call.batch) + " x " + std::to_string(call.max_pages));
   const uint64_t capacity = kernel.paged ? call.max_pages * call.page_size : call.cache_rows;
   for (uint64_t b = 0; b < call.batch; ++b) {
     const uint64_t rows = kernel.varlen ? uint64_t(cu_seqlens[b + 1] - cu_seqlens[b]) : call.new_rows;
     const int64_t length = cache_seqlens[b];
-    require_append(length >= 0, "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(length) + " is negative");
-    require_append(uint64_t(length) + rows <= capacity,
+    require(length >= 0, "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(length) + " is negative");
+    require(uint64_t(length) + rows <= capacity,
             "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(length) + " with " + std::to_string(rows) +
                 " new rows writes past the sequence's " + std::to_string(capacity) + " cache rows" +
                 (kernel.paged ? " (max_pages x page_size)" : ""));
     if (!kernel.paged || rows == 0) continue;
     for (uint64_t block = uint64_t(length) / call.page_size; block * call.page_size < uint64_t(length) + rows; ++block) {
       const int64_t page = block_table[b * call.max_pages + block];
-      require_append(page >= 0 && uint64_t(page) < call.num_pages,
+      require(page >= 0 && uint64_t(page) < call.num_pages,
               "block_table[" + std::to_string(b) + "][" + std::to_string(block) + "] = " + std::to_string(page) +
                   " is not a page of the cache (0 .. " + std::to_string(call.num_pages - 1) +
                   "): new rows of sequence " + std::to_string(b) + " land there");
