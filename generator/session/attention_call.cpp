@@ -341,9 +341,11 @@ AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& i
   std::vector<std::byte> given_classes;  // a copy: the backend binds mutable spans
   if (run_forward) {
     ForwardCall forward_call = call;
-    if (in.block_classes_mode == BlockClasses::given && !backward) {
-      forward_call.block_classes = BlockClasses::given;
-      const uint64_t needed = dispatch_for(*forward_kernel, forward_call).buffer("block_classes")->bytes;
+    const bool given = in.block_classes_mode == BlockClasses::given && !backward;
+    if (given) forward_call.block_classes = BlockClasses::given;
+    const DispatchPlan dispatch = dispatch_for(*forward_kernel, forward_call);
+    if (given) {
+      const uint64_t needed = dispatch.buffer("block_classes")->bytes;
       if (in.block_classes.size() != needed)
         throw CallError(fmt::format("block_classes: {} bytes, but this kernel and shape need {}: a BlockMask of "
                                     "another shape or kernel",
@@ -351,7 +353,6 @@ AttentionResult run_attention(const KernelSet& kernels, const AttentionInputs& i
       given_classes.assign(in.block_classes.begin(), in.block_classes.end());
       tensors[kForwardBlockClasses] = given_classes;
     }
-    const DispatchPlan dispatch = dispatch_for(*forward_kernel, forward_call);
     result.out.bytes.resize(dispatch.buffer("out")->bytes);
     uint64_t lse_rows = 1;
     for (uint64_t extent : geometry.lse_shape) lse_rows *= extent;
