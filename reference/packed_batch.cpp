@@ -44,6 +44,12 @@ AttentionProblem sequence_problem(const PackedBatch& batch, uint64_t b) {
 AttentionProblem entry_options(const AttentionProblem& options, uint64_t batches, uint64_t b) {
   AttentionProblem p = options;
   p.batch = 1;
+  if (options.score_mod)
+    p.score_mod = [f = options.score_mod, b](double s, uint64_t, uint64_t h, uint64_t i, uint64_t j) {
+      return f(s, b, h, i, j);
+    };
+  if (options.mask_mod)
+    p.mask_mod = [f = options.mask_mod, b](uint64_t, uint64_t h, uint64_t i, uint64_t j) { return f(b, h, i, j); };
   if (options.alibi_slopes.size() == batches * options.heads_q && batches != 1)
     p.alibi_slopes.assign(options.alibi_slopes.begin() + b * options.heads_q,
                           options.alibi_slopes.begin() + (b + 1) * options.heads_q);

@@ -24,7 +24,8 @@ uint64_t sequence_count(const PackedBatch& batch);
 AttentionProblem sequence_problem(const PackedBatch& batch, uint64_t b);
 
 // The options of entry b of a batch of `batches` entries, solved as a problem
-// of its own: ALiBi slopes given per entry (batches x Hq) become entry b's Hq.
+// of its own: ALiBi slopes given per entry (batches x Hq) become entry b's Hq,
+// and score_mod / mask_mod still see b (not the 0 of the one-entry problem).
 AttentionProblem entry_options(const AttentionProblem& options, uint64_t batches, uint64_t b);
 
 // Rows [start, start + length) of a packed (T, heads, columns) tensor as a

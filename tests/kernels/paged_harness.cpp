@@ -156,13 +156,6 @@ ForwardOutcome run_paged_case(const ForwardCase& given) {
   const std::vector<double> wide_out(got.begin(), got.end());
   for (uint64_t b = 0; b < c.batch; ++b) {
     reference::AttentionProblem p = reference::entry_options(options, c.batch, b);
-    // Sequence b solved alone: its score functions still see its batch index.
-    if (options.score_mod)
-      p.score_mod = [f = options.score_mod, b](double s, uint64_t, uint64_t h, uint64_t i, uint64_t j) {
-        return f(s, b, h, i, j);
-      };
-    if (options.mask_mod)
-      p.mask_mod = [f = options.mask_mod, b](uint64_t, uint64_t h, uint64_t i, uint64_t j) { return f(b, h, i, j); };
     p.seq_q = q_lengths[b];
     p.seq_k = c.cache_lengths[b];
     if (p.seq_q == 0) continue;  // nothing to judge (and nothing may be written: the detectors would say)
