@@ -1,5 +1,6 @@
 #include "cache_write.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,20 @@ std::vector<uint8_t> stored_row(const CacheWrite& w, const std::vector<float>& v
     bytes[2 * i + 1] = uint8_t(bits >> 8);
   }
   return bytes;
+}
+
+std::vector<uint8_t> new_rows_bytes(const CacheWrite& w, const std::vector<float>& rows, uint64_t dense_rows) {
+  CacheWrite elements = w;  // new rows come in the dtype, whatever the cache stores
+  elements.quant.reset();
+  if (dense_rows == 0) return stored_row(elements, rows);
+  std::vector<float> dense(w.new_rows.size() * w.heads_kv * dense_rows * w.columns, 0.0f);
+  uint64_t source = 0;
+  for (size_t b = 0; b < w.new_rows.size(); ++b)
+    for (uint64_t t = 0; t < w.new_rows[b]; ++t)
+      for (uint64_t h = 0; h < w.heads_kv; ++h, ++source)
+        std::copy_n(rows.begin() + int64_t(source * w.columns), w.columns,
+                    dense.begin() + int64_t(((b * w.heads_kv + h) * dense_rows + t) * w.columns));
+  return stored_row(elements, dense);
 }
 
 std::vector<uint8_t> written_cache(const CacheWrite& w, std::vector<uint8_t> cache, const std::vector<float>& rows) {

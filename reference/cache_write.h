@@ -30,6 +30,12 @@ struct CacheWrite {
 // The bytes one row of `values` takes in the cache.
 std::vector<uint8_t> stored_row(const CacheWrite& w, const std::vector<float>& values);
 
+// New rows (sequence by sequence, (Hkv, columns) each) as a cache_append
+// kernel reads them, encoded in `type`: packed (T, Hkv, columns) as given, or
+// with `dense_rows` > 0 dense (B, Hkv, dense_rows, columns), zero past a
+// sequence's rows.
+std::vector<uint8_t> new_rows_bytes(const CacheWrite& w, const std::vector<float>& rows, uint64_t dense_rows);
+
 // `cache` after the write of `rows`: the new rows of every sequence in turn
 // (sequence 0's rows first), each (Hkv, columns) row-major, float32 values
 // exact in `type`. Throws std::invalid_argument for a row outside the cache.

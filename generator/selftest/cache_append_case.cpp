@@ -85,22 +85,10 @@ void run_append_case(const SelftestCase& c, const Library& library, Backend& bac
     w.max_pages = call.max_pages;
     w.cache_rows = call.cache_rows;
     w.block_table = table;
-    // Values exact in the dtype, sequence by sequence, (Hkv, D) per row; for
-    // dense new rows laid out (B, Hkv, new_rows, D).
+    // Values exact in the dtype, sequence by sequence, (Hkv, D) per row.
     const std::vector<double> wide = reference::random_tensor(rows * heads * w.columns, c.seed * 5 + which, type);
     const std::vector<float> values(wide.begin(), wide.end());
-    std::vector<float> laid_out = values;
-    if (!info.varlen) {
-      laid_out.assign(batch * heads * call.new_rows * w.columns, 0.0f);
-      for (uint64_t b = 0; b < batch; ++b)
-        for (uint64_t t = 0; t < kNewRows[b]; ++t)
-          for (uint64_t h = 0; h < heads; ++h)
-            std::copy_n(values.begin() + int64_t(((uint64_t(cu[b]) + t) * heads + h) * w.columns), w.columns,
-                        laid_out.begin() + int64_t(((b * heads + h) * call.new_rows + t) * w.columns));
-    }
-    reference::CacheWrite elements = w;
-    elements.quant.reset();
-    new_bytes[which] = reference::stored_row(elements, laid_out);
+    new_bytes[which] = reference::new_rows_bytes(w, values, info.varlen ? 0 : call.new_rows);
     caches[which].resize(plan.buffer(which == 0 ? "k" : "v")->bytes);
     for (uint8_t& x : caches[which]) x = uint8_t(pattern() & 0xFF);
     wanted[which] = reference::written_cache(w, caches[which], values);

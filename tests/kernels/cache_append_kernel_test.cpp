@@ -131,18 +131,7 @@ AppendRun run_append(const AppendCase& c, uint64_t seed) {
     reference::CacheWrite w = reference_write(c, is_k);
     const std::vector<double> wide = reference::random_tensor(rows * c.heads_kv * w.columns, seed * 5 + is_k, type);
     const std::vector<float> values(wide.begin(), wide.end());
-    std::vector<float> laid_out = values;
-    if (!c.varlen) {  // (B, Hkv, S, D): sequence b's row t of head h
-      laid_out.assign(batch * c.heads_kv * call.new_rows * w.columns, 0.0f);
-      for (uint64_t b = 0; b < batch; ++b)
-        for (uint64_t t = 0; t < c.new_rows[b]; ++t)
-          for (uint64_t h = 0; h < c.heads_kv; ++h)
-            std::copy_n(values.begin() + int64_t(((uint64_t(cu[b]) + t) * c.heads_kv + h) * w.columns), w.columns,
-                        laid_out.begin() + int64_t(((b * c.heads_kv + h) * call.new_rows + t) * w.columns));
-    }
-    reference::CacheWrite as_elements = w;
-    as_elements.quant.reset();
-    new_bytes[is_k ? 0 : 1] = reference::stored_row(as_elements, laid_out);
+    new_bytes[is_k ? 0 : 1] = reference::new_rows_bytes(w, values, c.varlen ? 0 : call.new_rows);
     // The cache starts as a byte pattern: whatever the write does not touch must keep it.
     std::vector<uint8_t> initial(dispatch.buffer(is_k ? "k" : "v")->bytes);
     for (uint8_t& x : initial) x = uint8_t(bytes_rng() & 0xFF);
