@@ -103,6 +103,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "p.json: tiles.key_groups: attn_fwd_f16_d8_gqa_q64k8s32g16: key_groups 16 with block_q 64, "
                 "simdgroups 32 hand 61440 bytes of softmax state to group 0, over Metal's 32768 bytes of "
                 "threadgroup memory; use fewer key groups or a smaller block_q"},
+        Refusal{R"({"kind": "cache_append", "dtype": "float16", "head_dim": 64, "causal": "bottom_right"})",
+                "p.json: causal: kv_append_f16_d64: causal is an attention feature; a cache_append kernel only writes "
+                "new keys and values into the cache (leave the field out)"},
+        Refusal{R"({"kind": "cache_append", "dtype": "float16", "head_dim": 48, "kv_dtype": "q8_0"})",
+                "p.json: kv_dtype: kv_append_f16_d48_q8_0: q8_0 stores blocks of 32 values along the head dim: "
+                "head_dim (48) and head_dim_v (48) must be multiples of 32"},
         Refusal{R"({"dtype": "float16", "head_dim": 64, "layout": "varlen", "mask_mod": "kv_idx < 8", "name": "m"})",
                 "p.json: mask_mod: m: score_mod and mask_mod compile into kernels on dense queries in this version "
                 "(layout dense, k and v in the spec's dtype; a paged cache with the forward and decode)"},
