@@ -68,11 +68,13 @@ void validate(const Module& module, const KernelSignature& kernel, const LaunchO
 // each of `sample` equal strata of the linear threadgroup index (x fastest),
 // standing for its stratum. For work that changes smoothly along the grid
 // (causal attention: linear in the query block) the midpoint is exact up to
-// the curvature within a stratum.
+// the curvature within a stratum. `x_major`: the strata are of the
+// threadgroups ordered x slowest (rows alike: ProfileOptions::x_major_entries);
+// the chosen ones are returned by their linear index.
 struct Sampled {
   uint64_t index = 0, represents = 1;
 };
-std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample) {
+std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample, Dim3 grid = {}, bool x_major = false) {
   std::vector<Sampled> chosen;
   if (sample == 0 || sample >= groups) {
     chosen.reserve(groups);
@@ -84,7 +86,12 @@ std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample) {
     // An even-sized stratum has two middles: alternate them so that a linear
     // trend's half-index biases cancel.
     const uint64_t middle = begin + (size - 1) / 2 + (size % 2 == 0 && s % 2 == 1 ? 1 : 0);
-    chosen.push_back({middle, size});
+    if (!x_major) {
+      chosen.push_back({middle, size});
+      continue;
+    }
+    const uint64_t rows = groups / grid.x;  // y * z
+    chosen.push_back({(middle / rows) + grid.x * (middle % rows), size});
   }
   return chosen;
 }
@@ -94,14 +101,16 @@ Dim3 position_of(uint64_t i, Dim3 g) {
 }
 
 LaunchProfile extrapolate(std::vector<ThreadgroupProfile> samples, uint64_t groups, uint64_t sample,
-                          const LaunchContext& context) {
+                          const LaunchContext& context, bool x_major) {
   LaunchProfile p;
   p.threadgroups = groups;
   p.sampling = sample == 0 || sample >= groups
                    ? fmt::format("all {} threadgroups executed", groups)
                    : fmt::format("{} of {} threadgroups executed, the middle one of each of {} equal ranges of the "
-                                 "linear threadgroup index; counts scaled by each range's size",
-                                 samples.size(), groups, samples.size());
+                                 "{}; counts scaled by each range's size",
+                                 samples.size(), groups, samples.size(),
+                                 x_major ? "threadgroups taken x-major (x slowest: the grid's rows do alike work)"
+                                         : "linear threadgroup index");
   std::sort(samples.begin(), samples.end(), [&](const ThreadgroupProfile& a, const ThreadgroupProfile& b) {
     auto linear = [&](Dim3 d) { return (uint64_t(d.z) * context.grid.y + d.y) * context.grid.x + d.x; };
     return linear(a.position) < linear(b.position);
@@ -172,8 +181,11 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   const uint64_t groups = options.threadgroups.volume();
   // Without profiling every threadgroup runs; with it, a sample may.
   const uint64_t sample = options.profile.enabled ? options.profile.sample_threadgroups : 0;
-  const std::vector<Sampled> chosen =
-      sample && sample < groups ? choose_threadgroups(groups, sample) : std::vector<Sampled>{};
+  const auto& x_major_entries = options.profile.x_major_entries;
+  const bool x_major = std::find(x_major_entries.begin(), x_major_entries.end(), entry) != x_major_entries.end();
+  const std::vector<Sampled> chosen = sample && sample < groups
+                                          ? choose_threadgroups(groups, sample, options.threadgroups, x_major)
+                                          : std::vector<Sampled>{};
   const uint64_t to_run = chosen.empty() ? groups : chosen.size();
   unsigned workers = options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
   workers = static_cast<unsigned>(std::min<uint64_t>(workers, to_run));
@@ -227,7 +239,7 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
       result.device_bytes_written += t.bytes_written;
     }
   }
-  if (context.profile) result.profile = extrapolate(std::move(profiles), groups, sample, context);
+  if (context.profile) result.profile = extrapolate(std::move(profiles), groups, sample, context, x_major);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

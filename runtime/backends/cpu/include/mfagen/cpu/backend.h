@@ -145,6 +145,11 @@ struct ProfileOptions {
   // Launches that always run every threadgroup: their outputs steer later
   // launches (mask_mod's _blocks classes decide which blocks are skipped).
   std::vector<std::string> unsampled_entries;
+  // Launches whose grid rows (y, z) do alike work, as the q heads of a
+  // planned batch do (the same work items, one row per head): their strata
+  // are cut from the threadgroups taken x-major (x slowest), so each covers
+  // a range of x across every row and a small sample still spans all of x.
+  std::vector<std::string> x_major_entries;
 };
 
 struct LaunchOptions {
