@@ -68,6 +68,24 @@ ForwardCost forward_cost(const KernelPlan& plan, const CostShape& s) {
   return c;
 }
 
+ForwardCost forward_cost(const KernelPlan& plan, const CostShape& shape, std::span<const uint64_t> seq_q,
+                         std::span<const uint64_t> seq_k) {
+  ForwardCost sum;
+  for (size_t b = 0; b < seq_q.size() && b < seq_k.size(); ++b) {
+    CostShape one = shape;
+    one.batch = 1, one.seq_q = seq_q[b], one.seq_k = seq_k[b];
+    const ForwardCost c = forward_cost(plan, one);
+    sum.threadgroups += c.threadgroups;
+    sum.visible_pairs += c.visible_pairs;
+    sum.flops += c.flops;
+    sum.min_device_bytes += c.min_device_bytes;
+    sum.kernel_device_bytes += c.kernel_device_bytes;
+    sum.key_blocks_total += c.key_blocks_total;
+    sum.key_blocks_visited += c.key_blocks_visited;
+  }
+  return sum;
+}
+
 namespace {
 
 struct QueryRange {

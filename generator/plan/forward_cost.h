@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "plan/kernel_plan.h"
 
@@ -27,6 +28,14 @@ struct ForwardCost {
 };
 
 ForwardCost forward_cost(const KernelPlan& plan, const CostShape& shape);
+
+// A batch whose sequences have their own lengths (layout varlen, or a paged
+// cache's cache_seqlens): the sum over sequences b of forward_cost at
+// (1, Hq, Hkv, seq_q[b], seq_k[b]), heads and window from `shape` (its
+// batch and lengths are ignored). min_device_bytes is then the IO model of
+// the batch: each sequence's q and keys read once, its out and lse written once.
+ForwardCost forward_cost(const KernelPlan& plan, const CostShape& shape, std::span<const uint64_t> seq_q,
+                         std::span<const uint64_t> seq_k);
 
 // The backward pass (kind backward; out and lse come from the forward).
 struct BackwardCost {

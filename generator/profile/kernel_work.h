@@ -62,6 +62,10 @@ struct KernelWork {
   std::string origin;  // where it came from: a spec file, a .metal file
   std::string shape;   // the call shape in words, e.g. "B 1, Hq 32, Hkv 8, Sq 4096, Sk 4096, D 128"
   double useful_flops = 0;  // attention: 2 * visible pairs * (D + Dv); 0 = unknown (counted MMA and FMA FLOPs are used)
+  // The IO model's compulsory device bytes (q, k and v read once, out and
+  // lse written once: plan::forward_cost's min_device_bytes, summed over a
+  // batch's sequences); 0 = not stated (peers' kernels, backward calls).
+  uint64_t io_model_bytes = 0;
   std::vector<LaunchWork> launches;
 };
 

@@ -206,6 +206,17 @@ std::string kernel_text(const ProfiledKernel& k) {
                                        format_si(total_counted_flops(w), ""))});
   text += format_table(head, "  ");
   for (const LaunchWork& l : w.launches) text += launch_text(l);
+  // The call's device bytes against the IO model (q, k, v read once; out and lse written once).
+  if (w.io_model_bytes > 0) {
+    uint64_t requested = 0, compulsory = 0;
+    for (const LaunchWork& l : w.launches)
+      requested += l.device_bytes_read + l.device_bytes_written, compulsory += l.device_bytes_unique;
+    text += fmt::format("  device bytes, all launches: requested {} ({:.2f}x the IO model), compulsory {} ({:.2f}x); "
+                        "IO model {} (q, k, v read once, out and lse written once)\n",
+                        format_si(double(requested), "B"), double(requested) / double(w.io_model_bytes),
+                        format_si(double(compulsory), "B"), double(compulsory) / double(w.io_model_bytes),
+                        format_si(double(w.io_model_bytes), "B"));
+  }
   if (k.predictions.empty()) return text + "  (no predictions)\n";
   std::vector<Row> rows = {{"chip", "time", "TFLOPS", "util", "GB/s", "BW util", "bound", "error band"}};
   for (const Prediction& p : k.predictions) {
@@ -276,6 +287,7 @@ nlohmann::json to_json(const std::vector<ProfiledKernel>& kernels) {
                     {"origin", k.work.origin},
                     {"shape", k.work.shape},
                     {"useful_flops", count_json(k.work.useful_flops)},
+                    {"io_model_bytes", k.work.io_model_bytes},
                     {"counted_flops", count_json(total_counted_flops(k.work))},
                     {"launches", std::move(launches)},
                     {"predictions", std::move(predictions)}});

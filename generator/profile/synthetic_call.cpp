@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <span>
 
@@ -42,18 +43,44 @@ void fill_float(std::span<std::byte> bytes, float value) {
   for (size_t at = 0; at + sizeof(float) <= bytes.size(); at += sizeof(float)) std::memcpy(bytes.data() + at, &value, 4);
 }
 
-// int32 values 0, step, 2 step, ... (cu_seqlens of equal lengths, block
-// tables of consecutive pages), or `step` everywhere (cache lengths).
-void fill_int32(std::span<std::byte> bytes, int32_t step, bool cumulative) {
-  for (size_t i = 0; (i + 1) * sizeof(int32_t) <= bytes.size(); ++i) {
-    const int32_t value = cumulative ? int32_t(i) * step : step;
-    std::memcpy(bytes.data() + i * sizeof(int32_t), &value, sizeof(int32_t));
-  }
+void put_int32(std::span<std::byte> bytes, size_t i, int32_t value) {
+  if ((i + 1) * sizeof(int32_t) <= bytes.size()) std::memcpy(bytes.data() + i * sizeof(int32_t), &value, sizeof(int32_t));
+}
+
+void fill_int32(std::span<std::byte> bytes, const std::vector<int32_t>& values) {
+  for (size_t i = 0; i < values.size(); ++i) put_int32(bytes, i, values[i]);
+}
+
+uint64_t pages_of(uint64_t keys) { return (keys + kSyntheticPageSize - 1) / kSyntheticPageSize; }
+
+// Sequence b's pages follow those of sequence b - 1; entries past its pages stay 0.
+void fill_block_table(std::span<std::byte> bytes, const std::vector<uint64_t>& keys, uint64_t max_pages) {
+  uint64_t page = 0;
+  for (size_t b = 0; b < keys.size(); ++b)
+    for (uint64_t j = 0; j < pages_of(keys[b]); ++j) put_int32(bytes, b * max_pages + j, int32_t(page++));
+}
+
+std::vector<int32_t> to_int32(const std::vector<uint64_t>& lengths) {
+  return std::vector<int32_t>(lengths.begin(), lengths.end());
 }
 
 }  // namespace
 
+SequenceLengths uniform_lengths(const plan::CostShape& shape) {
+  return {std::vector<uint64_t>(shape.batch, shape.seq_q), std::vector<uint64_t>(shape.batch, shape.seq_k)};
+}
+
+std::vector<int32_t> cumulative_lengths(const std::vector<uint64_t>& lengths) {
+  std::vector<int32_t> cu = {0};
+  for (uint64_t l : lengths) cu.push_back(cu.back() + int32_t(l));
+  return cu;
+}
+
 ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& shape) {
+  return synthetic_call(p, shape, uniform_lengths(shape));
+}
+
+ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& shape, const SequenceLengths& lengths) {
   const AttentionShape attention{shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_k};
   ForwardCall call;
   call.shape = attention;
@@ -63,15 +90,17 @@ ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& sha
   if (p.spec.window) call.window_left = shape.window_left, call.window_right = shape.window_right;
   if (p.spec.dropout) call.dropout_p = 0.1, call.dropout_seed = 20261125;  // a common training rate
   if (p.spec.mask != spec::MaskKind::none) call.mask_strides = broadcast_strides({1, 1, shape.seq_q, shape.seq_k});
-  if (p.spec.layout == spec::Layout::varlen) {  // batch sequences of seq_q and seq_k rows, packed
-    call.total_q = shape.batch * shape.seq_q;
-    call.total_k = shape.batch * shape.seq_k;
+  if (p.spec.layout == spec::Layout::varlen) {  // the sequences' rows, packed
+    call.total_q = std::accumulate(lengths.q.begin(), lengths.q.end(), uint64_t(0));
+    call.total_k = std::accumulate(lengths.k.begin(), lengths.k.end(), uint64_t(0));
     call.strides = packed_varlen(attention, call.total_q, p.spec.head_dim, p.spec.head_dim_v, kv);
   }
   if (p.spec.kv_cache == spec::KvCache::paged) {  // pages of kSyntheticPageSize keys, each sequence its own
     call.page_size = kSyntheticPageSize;
-    call.max_pages = (shape.seq_k + kSyntheticPageSize - 1) / kSyntheticPageSize;
-    call.num_pages = shape.batch * call.max_pages;
+    call.max_pages = pages_of(shape.seq_k);
+    call.num_pages = 0;
+    for (uint64_t keys : lengths.k) call.num_pages += pages_of(keys);
+    call.num_pages = std::max<uint64_t>(call.num_pages, 1);
     call.strides = paged_kv(attention, kSyntheticPageSize, p.spec.head_dim, p.spec.head_dim_v, kv);
     if (p.spec.layout == spec::Layout::varlen) {  // packed queries on the cache
       call.total_k = 0;
@@ -81,13 +110,36 @@ ForwardCall synthetic_call(const plan::KernelPlan& p, const plan::CostShape& sha
   return call;
 }
 
+void plan_synthetic_batch(const KernelEntry& kernel, ForwardCall& call, const SequenceLengths& lengths,
+                          BatchPlan& plan) {
+  if (!kernel.info.planned_batches) return;
+  Library::plan_batch(kernel, call, cumulative_lengths(lengths.q), to_int32(lengths.k), plan);
+  call.batch_plan = &plan;
+}
+
 std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan& dispatch, const plan::KernelPlan& p,
                                                              const plan::CostShape& shape) {
+  return synthetic_tensors(dispatch, p, shape, uniform_lengths(shape));
+}
+
+std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan& dispatch, const plan::KernelPlan& p,
+                                                             const plan::CostShape& shape,
+                                                             const SequenceLengths& lengths,
+                                                             const BatchPlan* batch_plan) {
+  const uint64_t max_pages = pages_of(shape.seq_k);
   std::map<uint32_t, std::vector<std::byte>> tensors;
   for (const BufferRequirement& b : dispatch.buffers) {
     if (b.scratch || b.index == plan::kParamsIndex) continue;
     std::vector<std::byte>& bytes = tensors[b.index];
     bytes.assign(b.bytes, std::byte{0});
+    if (batch_plan && (b.index == plan::kWorkItemsIndex || b.index == plan::kMergeItemsIndex)) {
+      // A planned batch's items (these indices are dO and dQ in backward kernels, which plan no batch).
+      const std::span<const std::byte> items = b.index == plan::kWorkItemsIndex
+                                                   ? std::as_bytes(std::span(batch_plan->work))
+                                                   : std::as_bytes(std::span(batch_plan->merges));
+      std::memcpy(bytes.data(), items.data(), std::min(bytes.size(), items.size()));
+      continue;
+    }
     switch (b.index) {
       case plan::kKIndex:
       case plan::kVIndex:
@@ -112,16 +164,16 @@ std::map<uint32_t, std::vector<std::byte>> synthetic_tensors(const DispatchPlan&
         fill_float(bytes, 0.0625f);
         break;
       case plan::kCuSeqlensQIndex:
-        fill_int32(bytes, int32_t(shape.seq_q), true);
+        fill_int32(bytes, cumulative_lengths(lengths.q));
         break;
       case plan::kCuSeqlensKIndex:
-        fill_int32(bytes, int32_t(shape.seq_k), true);
+        fill_int32(bytes, cumulative_lengths(lengths.k));
         break;
       case plan::kBlockTableIndex:
-        fill_int32(bytes, 1, true);  // sequence b's blocks are pages b * max_pages, ...
+        fill_block_table(bytes, lengths.k, max_pages);
         break;
       case plan::kCacheSeqlensIndex:
-        fill_int32(bytes, int32_t(shape.seq_k), false);
+        fill_int32(bytes, to_int32(lengths.k));
         break;
       case kForwardModScalars:
         fill_float(bytes, 1.0f);  // score_mod / mask_mod scalars; captured tensors stay zeros

@@ -119,6 +119,7 @@ std::vector<KernelWork> work_from_json(const std::string& text, const std::strin
     w.origin = r.text(kernels[k], path, "origin");
     w.shape = r.text(kernels[k], path, "shape");
     w.useful_flops = r.number(kernels[k], path, "useful_flops");
+    if (kernels[k].contains("io_model_bytes")) w.io_model_bytes = r.whole(kernels[k], path, "io_model_bytes");
     const json& launches = r.member(kernels[k], path, "launches");
     if (!launches.is_array() || launches.empty()) r.fail(path + ".launches", "expected a non-empty array");
     for (size_t i = 0; i < launches.size(); ++i)

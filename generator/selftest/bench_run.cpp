@@ -36,9 +36,14 @@ void time_and_predict(const BenchCase& c, const GeneratedKernels& kernels, Backe
   result.predicted_seconds = profile::predict(options.chip, work).seconds;
 
   // The call and inputs the profile counts, so both sides see the same work.
-  const DispatchPlan dispatch = Library::plan(kernel, profile::synthetic_call(plan, shape));
+  const profile::SequenceLengths lengths = profile::uniform_lengths(shape);
+  ForwardCall call = profile::synthetic_call(plan, shape, lengths);
+  BatchPlan batch_plan;  // planned kernels: the work split the profile counts too
+  profile::plan_synthetic_batch(kernel, call, lengths, batch_plan);
+  const DispatchPlan dispatch = Library::plan(kernel, call);
   result.launches = uint32_t(dispatch.launches.size());
-  std::map<uint32_t, std::vector<std::byte>> storage = profile::synthetic_tensors(dispatch, plan, shape);
+  std::map<uint32_t, std::vector<std::byte>> storage =
+      profile::synthetic_tensors(dispatch, plan, shape, lengths, call.batch_plan);
   TensorMap tensors;
   for (auto& [index, bytes] : storage) tensors[index] = bytes;
   backend.run(kernels.library(), kernel, dispatch, tensors);  // warm-up: compilation, pipeline state
