@@ -45,6 +45,9 @@ struct Chip {
   double int_fp16_coissue = 0;   // 1: integer and FP16 instructions issue beside FP32 (Apple9+), 0: one stream
   double dram_bandwidth_gbs = 0;
   double cache_bandwidth_gbs = 0;  // re-read bytes that hit the GPU L2 / system-level cache
+  double l1_latency_ns = 0;        // a device load that hits the core's L1
+  double l2_latency_ns = 0;        // a device load served by the GPU's L2
+  double dram_latency_ns = 0;      // a device load served by DRAM
   double threadgroup_memory_bytes_per_core = 0;
   double threadgroup_bandwidth_bytes_per_cycle_per_core = 0;
   double max_threadgroup_memory_per_threadgroup = 0;

@@ -1,6 +1,7 @@
 #include "profile/cost_model.h"
 
 #include "profile/latency_hiding.h"
+#include "profile/load_latency.h"
 
 #include <algorithm>
 #include <cmath>
@@ -239,6 +240,17 @@ ThreadgroupCycles latency_hidden_cycles(const Chip& c, const ThreadgroupCycles& 
 // 1/simdgroups share of the threadgroup's issue rate.
 double with_busiest(double total, double busiest, double simdgroups) { return std::max(total, busiest * simdgroups); }
 
+// The busiest simdgroup's ops of a class; an even share of the threadgroup's
+// when the profile did not record them per simdgroup.
+OpCounts busiest_simdgroup_ops(const ThreadgroupClass& k, double simdgroups) {
+  bool recorded = false;
+  for (uint32_t i = 0; i < cpu::profile::kOpCount; ++i) recorded = recorded || k.max_simdgroup_ops[i] > 0;
+  if (recorded) return k.max_simdgroup_ops;
+  OpCounts share{};
+  for (uint32_t i = 0; i < cpu::profile::kOpCount; ++i) share[i] = k.ops[i] / std::max(1.0, simdgroups);
+  return share;
+}
+
 // The integer and FP16 ALU ops: they co-issue beside FP32 work on Apple9+.
 bool is_integer(Op op) {
   switch (op) {
@@ -406,14 +418,32 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   struct ClassSeconds {
     double issue, matrix, transcendental, tensor;
   };
+  // A lone simdgroup on its scheduler hides only its own instructions'
+  // latency (the ILP the tables assume), and none of its loads' (load_latency.h).
+  Occupancy solo;
+  solo.latency_hiding = alu_latency_hiding(c, c.schedulers_per_core);
+  solo.mma_latency_hiding = mma_latency_hiding(
+      c, c.schedulers_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
+  const double load_latency = mean_load_latency_seconds(c, l);
+  bool chain_limited = false;
   auto class_seconds = [&](const ThreadgroupClass& k, const Occupancy& o) {
     const double spc = seconds_per_cycle(c, o);
     const ThreadgroupCycles t = latency_hidden_cycles(c, threadgroup_cycles(c, k.ops), o, registers);
     const ThreadgroupCycles busiest =
         latency_hidden_cycles(c, threadgroup_cycles(c, k.max_simdgroup_ops), o, registers);
+    // A threadgroup lasts at least as long as its busiest simdgroup's own
+    // dependent chain: its instructions at a lone simdgroup's rate plus the
+    // waits for its device loads. With enough resident simdgroups the core's
+    // shared issue rate is the longer of the two and the waits are hidden.
+    const OpCounts simdgroup_ops = busiest_simdgroup_ops(k, simdgroups);
+    const double chain =
+        latency_hidden_cycles(c, threadgroup_cycles(c, simdgroup_ops), solo, registers).issue / (c.clock_ghz * 1e9) +
+        load_wait_seconds(simdgroup_ops, load_latency);
+    const double shared = with_busiest(t.issue, busiest.issue, simdgroups) * spc;
+    if (chain > shared) chain_limited = true;
     // A simdgroup feeds its own partition's accelerator share, like its own
     // scheduler: the busiest simdgroup bounds the tensor pipe too.
-    return ClassSeconds{with_busiest(t.issue, busiest.issue, simdgroups) * spc,
+    return ClassSeconds{std::max(shared, chain),
                         with_busiest(t.matrix, busiest.matrix, simdgroups) * spc,
                         with_busiest(t.transcendental, busiest.transcendental, simdgroups) * spc,
                         with_busiest(t.tensor, busiest.tensor, simdgroups) * spc};
@@ -495,8 +525,10 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
     p.bound = Bound::device_memory;
   } else if (p.seconds == p.threadgroup_memory_seconds) {
     p.bound = Bound::threadgroup_memory;
-  } else if (std::min(occ.latency_hiding, occ.mma_latency_hiding) < 0.5) {
-    p.bound = Bound::latency;  // most of the core time would vanish with more resident simdgroups
+  } else if (std::min(occ.latency_hiding, occ.mma_latency_hiding) < 0.5 || chain_limited) {
+    // Most of the core time would vanish with more resident simdgroups, or a
+    // simdgroup's own chain of instructions and load waits outlasts its share.
+    p.bound = Bound::latency;
   } else if (p.tensor_seconds > p.compute_seconds && p.tensor_seconds >= p.transcendental_seconds) {
     p.bound = Bound::tensor;  // the Neural Accelerators outlast the issue slots and the complex pipe
   } else if (p.transcendental_seconds > p.compute_seconds) {

@@ -3,6 +3,7 @@
 // computed by hand from the chip's own constants.
 #include "profile/cost_model.h"
 #include "profile/latency_hiding.h"
+#include "profile/load_latency.h"
 
 #include <gtest/gtest.h>
 
@@ -211,6 +212,63 @@ TEST(CostModel, OneSimdgroupPerCoreIsLatencyBound) {
   // quarter of that occupancy reaches 1.02 / 2.75 / 4 of the issue rate.
   EXPECT_DOUBLE_EQ(p.latency_hiding, 1.02 / 2.75 / 4);
   EXPECT_EQ(p.bound, Bound::latency);
+}
+
+TEST(LoadLatency, MeanLatencyWeighsWhereTheBytesAreServed) {
+  const Chip& c = find_chip("M1");
+  LaunchWork l = launch(1, OpCounts{});
+  l.device_bytes_read = 1000;
+  l.device_bytes_read_past_l1 = 500;  // 500 bytes are L1 hits
+  l.device_bytes_unique = 200;        // 200 come from DRAM, 300 from L2
+  const double ns = (500 * c.l1_latency_ns + 300 * c.l2_latency_ns + 200 * c.dram_latency_ns) / 1000;
+  EXPECT_DOUBLE_EQ(mean_load_latency_seconds(c, l), ns * 1e-9);
+  // Chips and Cheese's M1 figures.
+  EXPECT_DOUBLE_EQ(c.l1_latency_ns, 43);
+  EXPECT_DOUBLE_EQ(c.l2_latency_ns, 76.3);
+  EXPECT_DOUBLE_EQ(c.dram_latency_ns, 311);
+  // Without the L1 measurement every byte misses L1.
+  l.device_bytes_read_past_l1 = 0;
+  EXPECT_DOUBLE_EQ(mean_load_latency_seconds(c, l), (800 * c.l2_latency_ns + 200 * c.dram_latency_ns) / 1000 * 1e-9);
+  // Loads wait in groups of kLoadsInFlightPerSimdgroup.
+  OpCounts ops{};
+  at(ops, Op::device_load) = 6;
+  at(ops, Op::sgm_load_device) = 2;
+  EXPECT_DOUBLE_EQ(load_wait_seconds(ops, 1e-7), 8 / kLoadsInFlightPerSimdgroup * 1e-7);
+}
+
+// One threadgroup of four simdgroups per core walks a long loop of loads: its
+// simdgroups' own chains (instructions at a lone simdgroup's rate plus their
+// load waits) set its time. With many threadgroups resident the core's shared
+// issue rate is longer and the waits are hidden.
+TEST(LoadLatency, LoadWaitsBoundALoneThreadgroupAndHideUnderOccupancy) {
+  const Chip& c = find_chip("M1 Max");
+  OpCounts per_tg{};
+  at(per_tg, Op::f32_fma) = 4 * 2000;
+  at(per_tg, Op::device_load) = 4 * 500;
+  LaunchWork alone = launch(static_cast<uint64_t>(c.gpu_cores), per_tg);
+  alone.threadgroup_memory_bytes = 40000;  // one threadgroup per core
+  alone.device_bytes_read = alone.device_bytes_unique = 1 << 20;  // compulsory: DRAM latency
+  const LaunchPrediction p = predict(c, kernel({alone})).launches.at(0);
+  ASSERT_EQ(p.threadgroups_per_core, 1u);
+  const double own = (2000 + 500) / alu_latency_hiding(c, c.schedulers_per_core) / (c.clock_ghz * 1e9);
+  const double waits = 500 / kLoadsInFlightPerSimdgroup * c.dram_latency_ns * 1e-9;
+  EXPECT_NEAR(p.seconds, own + waits, 1e-9 * p.seconds);
+  EXPECT_EQ(p.bound, Bound::latency);
+
+  // Fewer loads at full occupancy: the waits vanish behind the other
+  // simdgroups' instructions (Little's law: 28 simdgroups x 4 loads in flight
+  // cover a DRAM latency per 5 loads of 2000 FMAs).
+  at(per_tg, Op::device_load) = 4 * 20;
+  Chip no_latency = c;
+  no_latency.l1_latency_ns = no_latency.l2_latency_ns = no_latency.dram_latency_ns = 0;
+  LaunchWork busy = launch(static_cast<uint64_t>(c.gpu_cores) * 7 * 50, per_tg);
+  busy.device_bytes_read = busy.device_bytes_unique = 1 << 20;
+  ASSERT_EQ(occupancy(c, busy).threadgroups_per_core, 7u);  // 7 x 8 KB of threadgroup memory
+  EXPECT_DOUBLE_EQ(predict(c, kernel({busy})).seconds, predict(no_latency, kernel({busy})).seconds);
+  // ... but not when there is only one threadgroup per core.
+  LaunchWork lone = busy;
+  lone.threadgroup_memory_bytes = 40000;
+  EXPECT_GT(predict(c, kernel({lone})).seconds, predict(no_latency, kernel({lone})).seconds);
 }
 
 TEST(CostModel, OneThreadgroupMoreThanAFullWaveTakesLonger) {
