@@ -177,9 +177,14 @@ KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& ent
   profile.enabled = true;
   profile.sample_threadgroups = sample_threadgroups;
   if (entry.info.mask_mod) profile.unsampled_entries = {entry.entries.front()};  // the block classes, whole
-  // A planned batch runs the same work items for every q head (grid rows):
-  // its strata run along the items, so that a sample spans all of them.
-  if (entry.info.planned_batches && call.batch_plan) profile.x_major_entries = {dispatch.launches.front().entry};
+  // Launches whose threadgroups differing only in y do alike work are
+  // sampled across y (cpu::ProfileOptions::y_alike_entries): a planned
+  // batch's work items are the same for every q head (grid (items, Hq)), a
+  // split-K decode's splits the same for every kv head (grid (splits, Hkv x
+  // row blocks, B)) and its combine the same for every q head.
+  if (entry.info.planned_batches && call.batch_plan) profile.y_alike_entries = {dispatch.launches.front().entry};
+  if (entry.info.decode && !entry.info.mask_mod)
+    for (const KernelLaunch& l : dispatch.launches) profile.y_alike_entries.push_back(l.entry);
   // Counting only: the generated kernels are proven by the test suite with
   // every detector on; here the detectors would only slow the count down.
   const cpu::DispatchResult result =

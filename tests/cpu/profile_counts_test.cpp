@@ -312,32 +312,40 @@ TEST(ProfileCounts, SampledLaunchesExtrapolateWithinOnePercentOfAFullRun) {
   }
 }
 
-// Rows alike (a planned batch's q heads): x-major strata span all of x with
-// fewer samples than rows. 16 rows of the ramp, 3 samples: each x-major
-// stratum is about 21 consecutive x across every row, and the midpoints
-// integrate the ramp; linear strata are 5 to 6 whole rows each, and their
-// middles fall wherever in a row they fall (here 32% over).
-TEST(ProfileCounts, XMajorSamplesSpanEveryColumnWhenRowsAreAlike) {
+// Alike in y (a planned batch's q heads, a decode's kv heads): strata of the
+// threadgroups ordered y fastest span every y, so fewer samples than rows
+// still cover x. 16 rows of the ramp, 3 samples: each stratum is about 21
+// consecutive x across every row, and the midpoints integrate the ramp;
+// linear strata are 5 to 6 whole rows each, and their middles fall wherever
+// in a row they fall (here 32% over). A sample above x * z is lowered to it:
+// one threadgroup per x, exact.
+TEST(ProfileCounts, YAlikeSamplesSpanEveryColumn) {
   auto module = compile_profiled("profile_counts.metal");
   const Dim3 grid{64, 16, 1};
   std::vector<float> out(64 * 16);
   auto full = run_profiled(*module, "ramp", grid, {32, 1, 1}, {bind(0, out)});
-  cpu::LaunchOptions options;
-  options.threadgroups = grid;
-  options.threads_per_threadgroup = {32, 1, 1};
-  options.buffers = {bind(0, out)};
-  options.profile.enabled = true;
-  options.profile.sample_threadgroups = 3;
-  options.profile.x_major_entries = {"ramp"};
-  auto sampled = cpu::launch(*module, "ramp", options);
+  auto y_alike = [&](uint64_t sample) {
+    cpu::LaunchOptions options;
+    options.threadgroups = grid;
+    options.threads_per_threadgroup = {32, 1, 1};
+    options.buffers = {bind(0, out)};
+    options.profile.enabled = true;
+    options.profile.sample_threadgroups = sample;
+    options.profile.y_alike_entries = {"ramp"};
+    return cpu::launch(*module, "ramp", options);
+  };
+  auto sampled = y_alike(3);
   ASSERT_EQ(sampled.profile->samples.size(), 3u);
   uint64_t represented = 0;
   for (const auto& s : sampled.profile->samples) represented += s.represents;
   EXPECT_EQ(represented, 64u * 16);
   EXPECT_NEAR(count(sampled, Op::f32_mul), count(full, Op::f32_mul), 0.01 * count(full, Op::f32_mul));
-  EXPECT_NE(sampled.profile->sampling.find("x-major"), std::string::npos) << sampled.profile->sampling;
+  EXPECT_NE(sampled.profile->sampling.find("y fastest"), std::string::npos) << sampled.profile->sampling;
   auto linear = run_profiled(*module, "ramp", grid, {32, 1, 1}, {bind(0, out)}, 3);
   EXPECT_GT(std::fabs(count(linear, Op::f32_mul) - count(full, Op::f32_mul)), 0.2 * count(full, Op::f32_mul));
+  auto capped = y_alike(500);
+  ASSERT_EQ(capped.profile->samples.size(), 64u);
+  EXPECT_EQ(count(capped, Op::f32_mul), count(full, Op::f32_mul));
 }
 
 TEST(ProfileCounts, AProfiledModuleAlsoRunsWithoutCollecting) {

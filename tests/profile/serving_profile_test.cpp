@@ -227,8 +227,8 @@ TEST(ServingProfile, OneLaunchRunsThePlannedWorkItemsAndMovesEachSequenceOnce) {
 }
 
 // Every q head runs the same work items, so a planned launch is sampled
-// along its items (x-major strata): 4 threadgroups of the 4 heads x items
-// still land within 10% of the full run's MMAs (the linear strata would
+// across the heads (strata ordered y fastest): 4 threadgroups of the 4 heads
+// x items still land within 10% of the full run's MMAs (linear strata would
 // be one head each, all at the middle item).
 TEST(ServingProfile, SampledPlannedLaunchSpansItsWorkItems) {
   const ServingSpecs specs;
@@ -239,7 +239,7 @@ TEST(ServingProfile, SampledPlannedLaunchSpansItsWorkItems) {
   const LaunchWork& f = full.launches.at(0);
   const LaunchWork& s = sampled.launches.at(0);
   ASSERT_EQ(s.threadgroups_run, 4u);
-  EXPECT_NE(s.sampling.find("x-major"), std::string::npos) << s.sampling;
+  EXPECT_NE(s.sampling.find("y fastest"), std::string::npos) << s.sampling;
   const double mmas = f.op(Op::mma_f16_f32) + f.op(Op::mma_f16_f16);
   EXPECT_NEAR(s.op(Op::mma_f16_f32) + s.op(Op::mma_f16_f16), mmas, 0.1 * mmas);
 }

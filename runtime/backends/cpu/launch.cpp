@@ -68,13 +68,14 @@ void validate(const Module& module, const KernelSignature& kernel, const LaunchO
 // each of `sample` equal strata of the linear threadgroup index (x fastest),
 // standing for its stratum. For work that changes smoothly along the grid
 // (causal attention: linear in the query block) the midpoint is exact up to
-// the curvature within a stratum. `x_major`: the strata are of the
-// threadgroups ordered x slowest (rows alike: ProfileOptions::x_major_entries);
-// the chosen ones are returned by their linear index.
+// the curvature within a stratum. `y_alike`: the strata are of the
+// threadgroups ordered y fastest, then x, then z (threadgroups that differ
+// only in y do alike work: ProfileOptions::y_alike_entries), so each
+// stratum spans every y; the chosen ones are returned by their linear index.
 struct Sampled {
   uint64_t index = 0, represents = 1;
 };
-std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample, Dim3 grid = {}, bool x_major = false) {
+std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample, Dim3 grid = {}, bool y_alike = false) {
   std::vector<Sampled> chosen;
   if (sample == 0 || sample >= groups) {
     chosen.reserve(groups);
@@ -86,12 +87,12 @@ std::vector<Sampled> choose_threadgroups(uint64_t groups, uint64_t sample, Dim3 
     // An even-sized stratum has two middles: alternate them so that a linear
     // trend's half-index biases cancel.
     const uint64_t middle = begin + (size - 1) / 2 + (size % 2 == 0 && s % 2 == 1 ? 1 : 0);
-    if (!x_major) {
+    if (!y_alike) {
       chosen.push_back({middle, size});
       continue;
     }
-    const uint64_t rows = groups / grid.x;  // y * z
-    chosen.push_back({(middle / rows) + grid.x * (middle % rows), size});
+    const uint64_t y = middle % grid.y, x = (middle / grid.y) % grid.x, z = middle / (uint64_t(grid.y) * grid.x);
+    chosen.push_back({x + grid.x * (y + uint64_t(grid.y) * z), size});
   }
   return chosen;
 }
@@ -101,7 +102,7 @@ Dim3 position_of(uint64_t i, Dim3 g) {
 }
 
 LaunchProfile extrapolate(std::vector<ThreadgroupProfile> samples, uint64_t groups, uint64_t sample,
-                          const LaunchContext& context, bool x_major) {
+                          const LaunchContext& context, bool y_alike) {
   LaunchProfile p;
   p.threadgroups = groups;
   p.sampling = sample == 0 || sample >= groups
@@ -109,7 +110,8 @@ LaunchProfile extrapolate(std::vector<ThreadgroupProfile> samples, uint64_t grou
                    : fmt::format("{} of {} threadgroups executed, the middle one of each of {} equal ranges of the "
                                  "{}; counts scaled by each range's size",
                                  samples.size(), groups, samples.size(),
-                                 x_major ? "threadgroups taken x-major (x slowest: the grid's rows do alike work)"
+                                 y_alike ? "threadgroups ordered y fastest (threadgroups differing only in y do "
+                                           "alike work)"
                                          : "linear threadgroup index");
   std::sort(samples.begin(), samples.end(), [&](const ThreadgroupProfile& a, const ThreadgroupProfile& b) {
     auto linear = [&](Dim3 d) { return (uint64_t(d.z) * context.grid.y + d.y) * context.grid.x + d.x; };
@@ -180,11 +182,13 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   FindingSink findings(options.max_findings);
   const uint64_t groups = options.threadgroups.volume();
   // Without profiling every threadgroup runs; with it, a sample may.
-  const uint64_t sample = options.profile.enabled ? options.profile.sample_threadgroups : 0;
-  const auto& x_major_entries = options.profile.x_major_entries;
-  const bool x_major = std::find(x_major_entries.begin(), x_major_entries.end(), entry) != x_major_entries.end();
+  const auto& y_alike_entries = options.profile.y_alike_entries;
+  const bool y_alike = std::find(y_alike_entries.begin(), y_alike_entries.end(), entry) != y_alike_entries.end();
+  uint64_t sample = options.profile.enabled ? options.profile.sample_threadgroups : 0;
+  // Alike in y: one threadgroup per (x, z) already stands for its column exactly.
+  if (y_alike && sample) sample = std::min<uint64_t>(sample, groups / options.threadgroups.y);
   const std::vector<Sampled> chosen = sample && sample < groups
-                                          ? choose_threadgroups(groups, sample, options.threadgroups, x_major)
+                                          ? choose_threadgroups(groups, sample, options.threadgroups, y_alike)
                                           : std::vector<Sampled>{};
   const uint64_t to_run = chosen.empty() ? groups : chosen.size();
   unsigned workers = options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
@@ -239,7 +243,7 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
       result.device_bytes_written += t.bytes_written;
     }
   }
-  if (context.profile) result.profile = extrapolate(std::move(profiles), groups, sample, context, x_major);
+  if (context.profile) result.profile = extrapolate(std::move(profiles), groups, sample, context, y_alike);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

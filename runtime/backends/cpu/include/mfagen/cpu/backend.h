@@ -145,11 +145,13 @@ struct ProfileOptions {
   // Launches that always run every threadgroup: their outputs steer later
   // launches (mask_mod's _blocks classes decide which blocks are skipped).
   std::vector<std::string> unsampled_entries;
-  // Launches whose grid rows (y, z) do alike work, as the q heads of a
-  // planned batch do (the same work items, one row per head): their strata
-  // are cut from the threadgroups taken x-major (x slowest), so each covers
-  // a range of x across every row and a small sample still spans all of x.
-  std::vector<std::string> x_major_entries;
+  // Launches whose threadgroups that differ only in y do alike work, as the
+  // q heads of a planned batch (the same work items for every head) and the
+  // kv heads of a split-K decode do: their strata are cut from the
+  // threadgroups ordered y fastest (then x, then z), so each spans every y
+  // and a sample smaller than y still covers x and z; a sample above
+  // x * z is lowered to it (one threadgroup per (x, z): exact).
+  std::vector<std::string> y_alike_entries;
 };
 
 struct LaunchOptions {
