@@ -22,7 +22,8 @@ embeddings (``rotary_cos``/``rotary_sin``, interleaved or not) and attends
 through mfagen's paged-cache kernel (a dense cache is read as one page per
 batch row). ``cache_leftpad`` (dense caches, as flash-attn) starts sequence b's
 keys at row cache_leftpad[b]: its keys are rows cache_leftpad[b] .. of its
-cache, aligned bottom-right over that length; ``num_splits`` is
+cache, aligned bottom-right over that length, and rotary embeddings rotate at
+the absolute cache rows (cache_seqlens[b] + t, as flash-attn); ``num_splits`` is
 accepted and ignored (mfagen chooses splits). ``flash_attn_func`` and
 ``flash_attn_varlen_func`` also take the keyword ``sinks`` (gpt-oss's attention
 sinks, (H,) float32, with a gradient). ``flash_attn_varlen_func`` with
@@ -391,9 +392,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if block_table is not None:
             raise NotImplementedError("cache_leftpad with block_table: a paged cache starts every sequence at its "
                                       "first page (flash-attn refuses this combination too)")
-        if rotary_cos is not None:
-            raise NotImplementedError("cache_leftpad with rotary_cos: rotary positions of left-padded caches are "
-                                      "not served yet")
     if (k is None) != (v is None):
         raise ValueError("k, v: new keys and values go together")
     if (rotary_cos is None) != (rotary_sin is None):

@@ -90,6 +90,36 @@ def test_paged_cache_with_shared_pages_and_rotary():
             assert_close(out[i:i + 1], attend(rotated_q, keys, values, True)[0], F32, what=f"out {i}")
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_cache_leftpad_with_rotary_rotates_at_absolute_cache_positions(causal):
+    """cache_leftpad with rotary (flash-attn 2.8's row_offset_cossin: seqlen_k_cache + leftpad_k, with
+    seqlen_k_cache counted from the pad): new keys rotate at their cache rows cache_seqlens[b] + t, queries at
+    cache_seqlens[b] + t when causal and all at cache_seqlens[b] otherwise; keys are rows from the pad on."""
+    generator = torch.Generator().manual_seed(5)
+    b, cap, hk, d, new = 2, 12, 1, 12, 2
+    k_cache, v_cache = torch.randn(b, cap, hk, d, generator=generator), torch.randn(b, cap, hk, d, generator=generator)
+    q = torch.randn(b, new, 2, d, generator=generator)
+    k_new, v_new = torch.randn(b, new, hk, d, generator=generator), torch.randn(b, new, hk, d, generator=generator)
+    lengths = torch.tensor([6, 4], dtype=torch.int32)
+    leftpad = torch.tensor([3, 1], dtype=torch.int32)
+    cos, sin = torch.rand(16, 4, generator=generator), torch.rand(16, 4, generator=generator)  # rotary_dim 8
+    for interleaved in (True, False):
+        kc, vc = k_cache.clone(), v_cache.clone()
+        out = flash_attn_with_kvcache(q, kc, vc, k_new, v_new, rotary_cos=cos, rotary_sin=sin, cache_seqlens=lengths,
+                                      cache_leftpad=leftpad, causal=causal, rotary_interleaved=interleaved)
+        for i in range(b):
+            n, pad = int(lengths[i]), int(leftpad[i])
+            key_positions = [[n + t for t in range(new)]]
+            q_positions = key_positions if causal else [[n] * new]
+            rotated_k = rotary_reference(k_new[i:i + 1], cos, sin, key_positions, interleaved)[0]
+            rotated_q = rotary_reference(q[i:i + 1], cos, sin, q_positions, interleaved)
+            assert_close(kc[i, n:n + new], rotated_k, F32, what=f"appended rotated keys {i}")
+            assert torch.equal(kc[i, :n], k_cache[i, :n]) and torch.equal(kc[i, n + new:], k_cache[i, n + new:])
+            keys, values = kc[i, pad:n + new].double(), vc[i, pad:n + new].double()
+            assert_close(out[i:i + 1], attend(rotated_q, keys, values, causal)[0], F32,
+                         what=f"leftpad + rotary out {i} (interleaved {interleaved})")
+
+
 def test_kvcache_errors_name_the_argument():
     k_cache, v_cache, q = torch.randn(2, 8, 1, 12), torch.randn(2, 8, 1, 12), torch.randn(2, 1, 1, 12)
     saved = k_cache.clone()
@@ -99,9 +129,6 @@ def test_kvcache_errors_name_the_argument():
     with pytest.raises(ValueError, match="block_table: pages 0..9"):
         flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=1,
                                 block_table=torch.tensor([[0], [9]], dtype=torch.int32))
-    with pytest.raises(NotImplementedError, match="cache_leftpad with rotary_cos"):
-        flash_attn_with_kvcache(q, k_cache, v_cache, rotary_cos=torch.ones(8, 2), rotary_sin=torch.ones(8, 2),
-                                cache_leftpad=torch.zeros(2, dtype=torch.int32))
     assert torch.equal(k_cache, saved)
 
 
