@@ -14,7 +14,7 @@ generator). Gradients flow to query, key and value through mfagen's backward
 kernels, and to a float ``attn_mask`` that requires grad as dS = P (dP - D)
 summed over the dims the mask broadcasts along (computed from the kernel's
 lse in float32 with torch: it takes O(B Hq L S) memory, as the mask's own
-broadcast shape; not with dropout); second-order gradients
+broadcast shape; with dropout it recomputes the kernels' Philox mask); second-order gradients
 (``create_graph=True``) raise NotImplementedError.
 
 A call's key is what decides its checks, kernel and plan: q, k, v and the
@@ -39,7 +39,7 @@ import math
 
 import torch
 
-from . import _kernels, _mfagen
+from . import _kernels, _mfagen, _philox
 from ._mfagen import sdpa_cached as _sdpa_cached
 
 __all__ = ["BlockMask", "create_block_mask", "flex_attention", "patch_sdpa", "patched_sdpa", "scaled_dot_product_attention", "unpatch_sdpa"]
@@ -113,9 +113,6 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
         if broadcast != target:
             raise ValueError(f"attn_mask: shape {tuple(attn_mask.shape)} does not broadcast to the attention"
                              f" weights' shape {target}")
-        if attn_mask.dtype != torch.bool and attn_mask.requires_grad and torch.is_grad_enabled() and dropout_p > 0:
-            raise NotImplementedError("attn_mask: gradients with respect to a float mask with dropout_p > 0 are not "
-                                      "served")
 
 
 def _refuse_second_order():
@@ -149,13 +146,16 @@ class _Attention(torch.autograd.Function):
         grads = [_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv")]
         d_mask = None
         if ctx.needs_input_grad[3]:
-            d_mask = _mask_gradient(q, k, v, mask, out, lse, d_out, ctx.options["scale"])
+            d_mask = _mask_gradient(q, k, v, mask, out, lse, d_out, ctx.options["scale"],
+                                    ctx.options.get("dropout", 0.0), ctx.options.get("seed", 0))
         return grads[0], grads[1], grads[2], d_mask, None, None
 
 
-def _mask_gradient(q, k, v, mask, out, lse, d_out, scale):
+def _mask_gradient(q, k, v, mask, out, lse, d_out, scale, dropout, seed):
     """d loss / d mask for an additive mask: dS = P (dP - D), P = exp(S - lse) from the kernel's lse, summed
-    to the mask's shape (its broadcast dims). float32, written plainly with torch (O(B Hq L S) memory)."""
+    to the mask's shape (its broadcast dims). With dropout the output used the kept weights P Z / (1 - p), so
+    dP = (dO V^T) Z / (1 - p) with Z the kernels' Philox keep mask (_philox.py); D = rowsum(dO O) either way.
+    float32, written plainly with torch (O(B Hq L S) memory)."""
     group = q.shape[1] // k.shape[1]
     keys = k.float().repeat_interleave(group, dim=1)
     values = v.float().repeat_interleave(group, dim=1)
@@ -163,6 +163,9 @@ def _mask_gradient(q, k, v, mask, out, lse, d_out, scale):
     weights = torch.exp(scores - lse.unsqueeze(-1))  # rows with no visible key: lse -inf, scores -inf
     weights = torch.nan_to_num(weights, nan=0.0)
     d_weights = d_out.float() @ values.transpose(-2, -1)
+    if dropout > 0:
+        keep = _philox.dropout_keep_mask(dropout, seed, *weights.shape)
+        d_weights = d_weights * keep / (1.0 - dropout)
     rows = (d_out.float() * out.float()).sum(dim=-1, keepdim=True)
     return (weights * (d_weights - rows)).sum_to_size(mask.shape).to(mask.dtype)
 

@@ -190,17 +190,24 @@ def test_second_order_gradients_raise_instead_of_being_wrong():
     assert dq.shape == q.shape
 
 
+@pytest.mark.parametrize("dropout_p", [0.0, 0.3])
 @pytest.mark.parametrize("mask_shape", [(5, 7), (4, 1, 7), (1, 4, 5, 1), (2, 4, 5, 7)])
-def test_gradient_of_a_float_mask(mask_shape):
+def test_gradient_of_a_float_mask(mask_shape, dropout_p):
     """A float attn_mask that requires grad gets d loss / d mask (summed over the dims it broadcasts along),
-    with GQA and a negative scale, against float64 autograd of the reference; q, k, v's gradients too."""
+    with GQA, a negative scale and dropout (the documented Philox mask, written independently in conftest),
+    against float64 autograd of the reference; q, k, v's gradients too."""
     q, k, v = qkv(hq=4, hkv=2)
     mask = torch.randn(mask_shape)
     mask[..., 0] = float("-inf") if len(mask_shape) == 2 else mask[..., 0]  # a hidden key column
     leaves = [t.detach().clone().requires_grad_() for t in (q, k, v, mask)]
-    out = mt.scaled_dot_product_attention(*leaves[:3], attn_mask=leaves[3], scale=-0.4, enable_gqa=True)
+    seed = 0x0DDB_A11 + len(mask_shape)
+    dropout = dict(dropout_p=dropout_p, dropout_seed=seed) if dropout_p else {}
+    out = mt.scaled_dot_product_attention(*leaves[:3], attn_mask=leaves[3], scale=-0.4, enable_gqa=True, **dropout)
     ref_leaves = float64_leaves(q, k, v, mask)
-    ref = reference_sdpa(*ref_leaves[:3], attn_mask=ref_leaves[3], scale=-0.4, enable_gqa=True)
+    keep = dict(dropout_keep=dropout_keep(2, 4, 5, 7, dropout_p, seed), dropout_p=dropout_p) if dropout_p else {}
+    if dropout_p:
+        assert 0 < keep["dropout_keep"].double().mean().item() < 1
+    ref = reference_sdpa(*ref_leaves[:3], attn_mask=ref_leaves[3], scale=-0.4, enable_gqa=True, **keep)
     assert_close(out, ref, F32, what="out")
     grad_out = torch.randn(out.shape)
     grads = torch.autograd.grad(out, leaves, grad_out)

@@ -97,11 +97,6 @@ def test_gradients_flow_through_the_patch(original, served):
         assert_close(g, r, torch.float32, gradient=True, what=f"d{name}")
 
 
-def _float_mask_with_gradient():
-    q, k, v = qkv()
-    return (q, k, v), dict(attn_mask=torch.randn(5, 7, requires_grad=True), dropout_p=0.1)
-
-
 def _float64():
     return qkv(torch.float64), {}
 
@@ -117,7 +112,6 @@ def _broadcast_batch():
 # (arguments, whether mfagen is tried first: it raises NotImplementedError, else a check refuses it before)
 UNSERVED = {
     "dropout_p=1": (lambda: (qkv(), dict(dropout_p=1.0)), True),
-    "float mask with a gradient, with dropout": (_float_mask_with_gradient, True),
     "float64": (_float64, False),
     "float32 mask, float16 queries": (_float32_mask_with_float16_queries, False),
     "broadcast batch dimensions": (_broadcast_batch, False),
