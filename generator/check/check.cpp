@@ -47,8 +47,6 @@ namespace {
 // clang errors of the host dialect that are Metal rules as well.
 std::string_view rule_of_clang_diagnostic(unsigned id) {
   switch (id) {
-    case clang::diag::err_openclcxx_virtual_function: return rules::kVirtualFunction;
-    case clang::diag::err_opencl_function_pointer: return rules::kFunctionPointer;
     case clang::diag::err_exceptions_disabled: return rules::kExceptions;
     case clang::diag::err_openclcxx_not_supported: return rules::kDynamicAllocation;  // 'default new/delete'
     case clang::diag::err_expected_kernel_void_return_type: return rules::kKernelReturnType;
@@ -59,10 +57,6 @@ std::string_view rule_of_clang_diagnostic(unsigned id) {
 // The message of a clang error that is a Metal rule, in Metal's terms.
 std::string rule_message(unsigned id, std::string clang_text) {
   switch (id) {
-    case clang::diag::err_openclcxx_virtual_function: return "virtual functions are not allowed in Metal";
-    case clang::diag::err_opencl_function_pointer:
-      return clang_text.starts_with("references") ? "references to functions are not allowed in Metal"
-                                                  : "function pointers are not allowed in Metal";
     case clang::diag::err_exceptions_disabled: {
       std::string keyword = clang_text.find("'try'") != std::string::npos ? "try" : "throw";
       return fmt::format("'{}' is not allowed in Metal (no exceptions)", keyword);

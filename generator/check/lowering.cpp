@@ -9,6 +9,7 @@
 
 #include "check/rules.h"
 #include "mfagen/msl/coherence_qualifiers.h"
+#include "mfagen/msl/function_pointers.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/redundant_constexpr_definitions.h"
@@ -94,6 +95,10 @@ class Lowering {
     msl::drop_coherence_qualifiers(view_);
     msl::drop_redundant_constexpr_member_definitions(view_);
     msl::lower_vec_partial_specializations(view_);
+    msl::lower_function_pointer_template_parameters(view_);
+    // The prelude's function pointers extension admits them in clang too.
+    for (size_t k : msl::virtual_specifiers(view_))
+      finding(rules::kVirtualFunction, view_.offset(k), msl::kVirtualFunctionMessage);
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);

@@ -29,6 +29,12 @@
 //     element of the stand-in's ext vector, and one on a bfloat vector is
 //     declared undefined (mfagen/msl/vec_partial_specializations.h, the same
 //     pass as the cpu backend's);
+//   - a template parameter of pointer-to-function type, and an alias
+//     template of a pointer to function used only as such parameters'
+//     types, become references to function (functions given as template
+//     arguments; mfagen/msl/function_pointers.h, the same pass as
+//     the cpu backend's, and the prelude enables clang's
+//     __cl_clang_function_pointers as the cpu backend's lowering does);
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
 //     renamed (mfagen/msl/opencl_keywords.h);
 //   - #include of anything but <metal_*> and

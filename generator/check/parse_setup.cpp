@@ -6,6 +6,11 @@ namespace mfagen::check {
 
 std::string_view prelude_text() {
   return R"(// mfagen check prelude
+// Metal has function pointers (MSL section 1.5.4); C++ for OpenCL needs this
+// for them and for the references to functions that
+// mfagen/msl/function_pointers.h makes of template parameters, as
+// the cpu backend's lowering enables it.
+#pragma OPENCL EXTENSION __cl_clang_function_pointers : enable
 extern "C" {
 void* malloc(unsigned long);
 void* calloc(unsigned long, unsigned long);

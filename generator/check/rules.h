@@ -8,7 +8,6 @@
 namespace mfagen::check::rules {
 
 inline constexpr std::string_view kRecursion = "recursion";                     // direct or indirect, call graph
-inline constexpr std::string_view kFunctionPointer = "function-pointer";
 inline constexpr std::string_view kVirtualFunction = "virtual-function";
 inline constexpr std::string_view kExceptions = "exceptions";                   // throw, try
 inline constexpr std::string_view kDynamicAllocation = "dynamic-allocation";   // new, delete, malloc & co

@@ -60,6 +60,19 @@ TEST(CompileErrors, LongDoubleLiteral) {
   EXPECT_THAT(message, HasSubstr("long double")) << message;
 }
 
+TEST(CompileErrors, VirtualFunction) {
+  std::string message = compile_error("virtual_function.metal");
+  ASSERT_NE(message, "") << "compiled, but Metal has no virtual functions";
+  EXPECT_THAT(message, HasSubstr(place("virtual_function.metal"))) << message;
+  EXPECT_THAT(message, HasSubstr("virtual functions are not allowed in Metal")) << message;
+}
+
+TEST(CompileErrors, AddressOfFunctionAsTemplateArgument) {
+  std::string message = compile_error("address_of_function_template_argument.metal");
+  ASSERT_NE(message, "") << "compiled, but the lowering cannot bind &twice to its reference parameter";
+  EXPECT_THAT(message, HasSubstr(place("address_of_function_template_argument.metal"))) << message;
+}
+
 TEST(CompileErrors, SyntaxErrorNamesTheLine) {
   std::string message = compile_error("syntax_error.metal");
   ASSERT_NE(message, "");

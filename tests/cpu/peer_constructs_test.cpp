@@ -201,6 +201,22 @@ TEST(PeerConstructs, FunctionPointerAliasTemplateParameters) {
   EXPECT_EQ(i, (std::vector<int32_t>{7, 4, 3, -18}));
 }
 
+// Run-time function pointers run as Metal 2.3 and later runs them (MSL
+// section 1.5.4), and `mfagen check` accepts the same kernel
+// (CheckRules.RunTimeFunctionPointersAreValidMetal).
+TEST(PeerConstructs, RunTimeFunctionPointers) {
+  auto module = compile_constructs();
+  std::vector<float> out = {1.5f, -3.0f, 0.5f, 4.0f};
+  std::vector<float> expected;
+  for (size_t i = 0; i < out.size(); ++i) {
+    float x = out[i];
+    expected.push_back(2.0f * x + x * x + (i % 2 == 0 ? 2.0f * x : x * x));
+  }
+  auto result = run(*module, "run_time_function_pointers", {1, 1, 1}, {4, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, expected);
+}
+
 // MLX's conv.metal: `constant constexpr const float
 // WinogradTransforms<6, 3, 8>::wt_transform[8][8];` after the class.
 TEST(PeerConstructs, RedundantConstexprMemberDefinitions) {

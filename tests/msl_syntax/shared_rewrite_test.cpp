@@ -81,4 +81,46 @@ TEST(SharedRewrite, PartialSpecializationOnVecLowersAlike) {
   EXPECT_THAT(line, ::testing::HasSubstr("typedef ::__mf_vec_lelem_t<::__mf_ext_vec<__mf_vec_elem_T, 2>> T; public:"));
 }
 
+// Function-pointer template parameters (llama.cpp's dequantizers, MLX's
+// RadixFunc<T>) become references to function in both lowerings
+// (mfagen/msl/function_pointers.h); an alias of a pointer to function used
+// elsewhere stays a pointer in both.
+TEST(SharedRewrite, FunctionPointerTemplateParametersLowerAlike) {
+  const std::string source =
+      "#include <metal_stdlib>\nusing namespace metal;\n"
+      "template <typename T> using Radix = void (*)(thread T*, thread T*);\n"
+      "using Unary = float (*)(float);\n"
+      "template <typename T, Radix<T> radix, void (*deq)(device const T*, short, thread T&)> void step();\n"
+      "float apply(Unary f, float x) { return f(x); }\n";
+  const std::string checked = mfagen::check::lower_for_check(source).text;
+  const std::string ran = mfagen::cpu::lower_msl("# 1 \"k.metal\"\n" + source, {}).text;
+  for (std::string_view start : {"template <typename T> using Radix", "using Unary", "template <typename T, Radix"}) {
+    std::string line = line_starting_with(checked, start);
+    EXPECT_THAT(line, ::testing::Not(::testing::HasSubstr("<no line"))) << start;
+    // The two spell address spaces differently; the pointer or reference is the same.
+    EXPECT_EQ(line.find('*') == std::string::npos, line_starting_with(ran, start).find('*') == std::string::npos) << line;
+  }
+  EXPECT_THAT(line_starting_with(checked, "template <typename T> using Radix"), ::testing::HasSubstr("= void (&)("));
+  EXPECT_THAT(line_starting_with(checked, "using Unary"), ::testing::HasSubstr("= float (*)(float)"));
+  EXPECT_THAT(line_starting_with(checked, "template <typename T, Radix"), ::testing::HasSubstr("void (&deq)("));
+  EXPECT_THAT(line_starting_with(ran, "template <typename T, Radix"), ::testing::HasSubstr("void (&deq)("));
+}
+
+// The function pointers extension both lowerings enable admits virtual
+// functions, which Metal does not have: both report the specifier, with the
+// same message.
+TEST(SharedRewrite, VirtualIsAnErrorAndAFinding) {
+  const std::string source = "struct Op {\n  virtual float run(float x) const { return x; }\n};\n";
+  const mfagen::check::LoweredMsl checked = mfagen::check::lower_for_check(source);
+  ASSERT_EQ(checked.findings.size(), 1u);
+  EXPECT_EQ(checked.findings[0].rule, "virtual-function");
+  EXPECT_EQ(checked.findings[0].offset, source.find("virtual"));
+  try {
+    mfagen::cpu::lower_msl("# 1 \"k.metal\"\n" + source, {});
+    FAIL() << "no error";
+  } catch (const mfagen::cpu::CompileError& e) {
+    EXPECT_EQ(std::string(e.what()), "k.metal:2: error: " + checked.findings[0].message);
+  }
+}
+
 }  // namespace

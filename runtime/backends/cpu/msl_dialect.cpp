@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mfagen/msl/cast_context.h"
+#include "mfagen/msl/function_pointers.h"
 #include "mfagen/msl/vec_partial_specializations.h"
 
 namespace mfagen::cpu {
@@ -47,96 +48,6 @@ void lower_reference_reinterpret_casts(TokenView& v) {
     for (size_t j = k + 2; j < close; ++j)
       shared_space |= v.is(j, "device") || v.is(j, "constant") || v.is(j, "threadgroup");
     if (!shared_space) v.replace(k, "__mf_reinterpret_ref");
-  }
-}
-
-// Non-type template parameters of pointer-to-function type
-// (`template <void (*op)(thread float&, float)>`, llama.cpp's dequantizers;
-// `template <typename T, ..., RadixFunc<T> radix_func>` with
-// `template <typename T> using RadixFunc = void (*)(thread vec<T, 2>*,
-// thread vec<T, 2>*);`, MLX's fft.h). Apple's compiler accepts both (the two
-// projects ship them); the argument is a function named at compile time
-// (C++14 [temp.arg.nontype]/1), so no function pointer exists at run time.
-// clang-16's C++ for OpenCL rejects the pointer-to-function type itself
-// ("function pointers are not allowed"; with it, every argument is
-// "invalid explicitly-specified"). A reference-to-function parameter takes
-// the same arguments (a function's name, a function template's
-// specialization) and is called the same way ([temp.arg.nontype]/1 and
-// [over.call.func]), so the parameter becomes one:
-//   template <void (*op)(...)>                 -> template <void (&op)(...)>
-//   template <typename T> using F = R (*)(...); -> ... using F = R (&)(...);
-// the latter only when every use of F outside its declaration begins a
-// template parameter (so no variable or function parameter changes type).
-// The cpu backend enables clang's __cl_clang_function_pointers, so what
-// stays a pointer to function (a variable, a function parameter, an alias
-// used elsewhere) compiles as written. `mfagen check` reports every function
-// pointer, these included (`function-pointer`, kept for generated kernels,
-// msl_lowering.cpp). An argument written `&f` does not bind to the
-// reference (a compile error, not a different result).
-//
-// `R (*)(` or `R (* NAME)(` at `open`: the index of `*`, or 0.
-size_t pointer_to_function_at(const TokenView& v, size_t open) {
-  if (!v.is(open, "(") || !v.is(open + 1, "*")) return 0;
-  if (v.is(open + 2, ")") && v.is(open + 3, "(")) return open + 1;
-  if (v.is_identifier(open + 2) && v.is(open + 3, ")") && v.is(open + 4, "(")) return open + 1;
-  return 0;
-}
-
-void lower_function_pointer_template_parameters(TokenView& v) {
-  // Template parameter lists [open, close] and where each parameter begins.
-  std::vector<std::pair<size_t, size_t>> lists;
-  for (size_t k = 0; k + 1 < v.count(); ++k) {
-    if (!v.is(k, "template") || !v.is(k + 1, "<") || in_standin(v, k)) continue;
-    size_t close = v.find_matching(k + 1);
-    if (close >= v.count()) continue;
-    lists.emplace_back(k + 1, close);
-    for (size_t j = k + 2; j + 3 < close; ++j) {
-      size_t star = pointer_to_function_at(v, j);
-      if (star && v.is_identifier(star + 1)) v.replace(star, "&");
-    }
-  }
-  // Whether token j begins a parameter of a template parameter list, at its depth 0.
-  auto begins_template_parameter = [&](size_t j) {
-    for (auto [open, close] : lists) {
-      if (j <= open || j >= close) continue;
-      if (v.is(j - 1, "<") && j - 1 == open) return true;
-      if (!v.is(j - 1, ",")) return false;
-      int depth = 0;
-      for (size_t i = open + 1; i < j; ++i) {
-        if (v.is(i, "(") || v.is(i, "[") || v.is(i, "{")) ++depth;
-        if (v.is(i, ")") || v.is(i, "]") || v.is(i, "}")) --depth;
-        if (v.is(i, "<")) {
-          size_t m = v.find_matching(i);
-          if (m < close && m >= j) return false;
-          if (m < close) i = m;
-        }
-      }
-      return depth == 0;
-    }
-    return false;
-  };
-  // Aliases `[template <...>] using F = R (*)(...);` used only as template parameter types.
-  for (size_t k = 0; k + 4 < v.count(); ++k) {
-    if (!v.is(k, "using") || !v.is_identifier(k + 1) || !v.is(k + 2, "=") || in_standin(v, k)) continue;
-    size_t star = 0, j = k + 3;
-    for (; j < v.count() && !v.is(j, ";") && !v.is(j, "{"); ++j) {
-      if (v.is(j, "(")) {
-        star = pointer_to_function_at(v, j);
-        break;
-      }
-    }
-    if (!star || !v.is(star + 1, ")")) continue;
-    size_t params = star + 2, end = v.find_matching(params);
-    if (end >= v.count() || !v.is(end + 1, ";")) continue;
-    std::string_view name = v.text(k + 1);
-    bool only_template_parameters = true, used = false;
-    for (size_t u = 0; u < v.count() && only_template_parameters; ++u) {
-      if (u == k + 1 || !v.is(u, name)) continue;
-      if (v.is(u - 1, ".") || v.is(u - 1, "->")) continue;
-      used = true;
-      only_template_parameters = begins_template_parameter(u);
-    }
-    if (used && only_template_parameters) v.replace(star, "&");
   }
 }
 
@@ -359,7 +270,9 @@ void lower_short_vector_braces(TokenView& v) {
 void lower_dialect_differences(TokenView& v) {
   lower_decltype(v);
   lower_reference_reinterpret_casts(v);
-  lower_function_pointer_template_parameters(v);
+  // The function pointers extension (msl_lowering.cpp) admits them too.
+  if (std::vector<size_t> at = msl::virtual_specifiers(v); !at.empty()) v.fail(at.front(), msl::kVirtualFunctionMessage);
+  msl::lower_function_pointer_template_parameters(v);
   lower_short_vector_braces(v);
   lower_dependent_casts(v);
   msl::lower_vec_partial_specializations(v);

@@ -3,7 +3,8 @@
 // differently or rejects, found by compiling MLX's and llama.cpp's kernels
 // (docs/verification.md, "Third-party kernels"): decltype of locals,
 // reinterpret_cast to thread references, function-pointer template
-// parameters, short vector brace lists, casts to template vector types,
+// parameters (the checker's pass too, mfagen/msl/function_pointers.h),
+// short vector brace lists, casts to template vector types,
 // vec<T, N> in alias templates, and class template partial specializations
 // on vec<T, N> (the checker's pass too, mfagen/msl/vec_partial_specializations.h).
 // Each pass says why in msl_dialect.cpp; the

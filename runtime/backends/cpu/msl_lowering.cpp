@@ -85,8 +85,10 @@ class Lowering {
     });
     map_keywords();
     LoweredSource out;
-    // Metal has function pointers (llama.cpp passes dequantizers as template
-    // arguments); `mfagen check` keeps rejecting them in generated kernels.
+    // Metal has function pointers (MSL section 1.5.4; llama.cpp passes
+    // dequantizers as template arguments): C++ for OpenCL needs the extension
+    // for the references to functions mfagen/msl/function_pointers.h
+    // makes of them. The checker's prelude enables it too.
     out.text = "#pragma OPENCL EXTENSION __cl_clang_function_pointers : enable\n";
     out.text += view_.joined();
     out.text += "\n# 1 \"<mfagen entry thunks>\"\n";

@@ -359,6 +359,21 @@ kernel void function_pointer_alias_template_arguments(device float2* io [[buffer
   iio[0] = i[0], iio[1] = i[1];
 }
 
+// Run-time function pointers (Metal 2.3 and later, MSL specification 4,
+// section 1.5.4; section 2.16 passes `float (*fnptr[3])(float)` and calls
+// through it): a pointer parameter, a reference parameter and a table
+// indexed per thread, as CheckRules.RunTimeFunctionPointersAreValidMetal
+// accepts them. out[i] = 2x + x^2 + (i even ? 2x : x^2), x = out[i].
+float peer_twice(float x) { return 2.0f * x; }
+float peer_square(float x) { return x * x; }
+float peer_apply(float (*f)(float), float x) { return f(x); }
+float peer_first(float (&f)(float), float x) { return f(x); }
+float peer_pick(float (*fs[2])(float), uint i, float x) { return fs[i % 2](x); }
+kernel void run_time_function_pointers(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  float (*table[2])(float) = {peer_twice, peer_square};
+  out[i] = peer_apply(peer_twice, out[i]) + peer_first(peer_square, out[i]) + peer_pick(table, i, out[i]);
+}
+
 // MLX's conv.metal: out-of-class definitions, without an initializer, of
 // constexpr static data members in the constant address space (required by
 // C++14 when the member is odr-used, redundant since C++17), also of a class
