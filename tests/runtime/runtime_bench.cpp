@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -179,7 +180,8 @@ ServingStep serving_step() {
   uint64_t longest = 0;
   for (uint64_t b = 0; b < batch; ++b) {
     const int32_t q = b == 0 ? 2048 : 1;
-    const int32_t keys = b == 0 ? 2048 : int32_t(4096 + (b * 7919) % 28673);  // 4k .. 32k
+    // 4k .. 32k evenly spaced, as docs/serving.md profiles it (--seqlens-k 2048,4096..32768x63)
+    const int32_t keys = b == 0 ? 2048 : int32_t(std::llround(4096 + double(b - 1) * (32768 - 4096) / 62));
     s.cu_q.push_back(s.cu_q.back() + q);
     s.lengths.push_back(keys);
     longest = std::max<uint64_t>(longest, uint64_t(keys));
