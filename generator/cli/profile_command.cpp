@@ -78,6 +78,7 @@ int run_profile(const ProfileArgs& args) {
   }
   if (args.separate && call.lengths.empty())
     throw UserError("--separate: give the batch's sequences with --seqlens-q (and --seqlens-k)");
+  if (args.separate) profile::check_separable(call.lengths);  // before anything is counted
   std::vector<profile::KernelWork> work = saved_work(args.from);
   for (const std::string& spec : args.specs) {
     call.spec_file = spec;

@@ -22,7 +22,7 @@ constexpr uint64_t kMostSequences = 1 << 20;
 
 // A whole number in [0, limit], all of `text`.
 uint64_t whole_length(std::string_view text, std::string_view option, std::string_view item, std::string_view what,
-               uint64_t limit) {
+                      uint64_t limit) {
   uint64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size())
@@ -34,7 +34,8 @@ uint64_t whole_length(std::string_view text, std::string_view option, std::strin
 std::vector<uint64_t> from_npy(std::string_view path, std::string_view option) {
   const io::NpyArray array = io::read_npy(std::filesystem::path(path));
   if (array.shape.size() != 1)
-    lengths_error(option, path, fmt::format("expected a 1-d array of lengths, found shape {}", io::shape_repr(array.shape)));
+    lengths_error(option, path,
+                  fmt::format("expected a 1-d array of lengths, found shape {}", io::shape_repr(array.shape)));
   std::vector<int64_t> values;
   if (array.dtype == "<i4") {
     for (int32_t v : array.values<int32_t>()) values.push_back(v);
@@ -64,26 +65,31 @@ std::vector<uint64_t> parse_lengths(std::string_view text, std::string_view opti
       const size_t comma = std::min(text.find(',', at), text.size());
       const std::string_view item = text.substr(at, comma - at);
       at = comma + 1;
+      // Messages name the whole list, and the item when the list has several.
+      const std::string where = item == text ? std::string(text) : fmt::format("{}: item \"{}\"", text, item);
       if (item.empty())
-        lengths_error(option, text, "expected comma-separated lengths (N, NxCOUNT or A..BxCOUNT), found an empty item");
+        lengths_error(option, text,
+                      "expected comma-separated lengths (N, NxCOUNT or A..BxCOUNT), found an empty item");
       const size_t x = item.find('x');
       const std::string_view value = item.substr(0, x);
-      const uint64_t count =
-          x == std::string_view::npos ? 1 : whole_length(item.substr(x + 1), option, item, "a count after 'x'", kMostSequences);
-      if (count == 0) lengths_error(option, item, "a count after 'x' must be at least 1");
+      const uint64_t count = x == std::string_view::npos
+                                 ? 1
+                                 : whole_length(item.substr(x + 1), option, where, "a count after 'x'", kMostSequences);
+      if (count == 0) lengths_error(option, where, "a count after 'x' must be at least 1");
       if (lengths.size() + count > kMostSequences)
         lengths_error(option, text, fmt::format("more than {} sequences", kMostSequences));
       if (const size_t range = value.find(".."); range != std::string_view::npos) {
         if (x == std::string_view::npos)
-          lengths_error(option, item, "a range A..B needs a count: A..BxCOUNT (COUNT lengths evenly spaced from A to B)");
-        const uint64_t first = whole_length(value.substr(0, range), option, item, "a length", kLongest);
-        const uint64_t last = whole_length(value.substr(range + 2), option, item, "a length", kLongest);
+          lengths_error(option, where,
+                        "a range A..B needs a count: A..BxCOUNT (COUNT lengths evenly spaced from A to B)");
+        const uint64_t first = whole_length(value.substr(0, range), option, where, "a length", kLongest);
+        const uint64_t last = whole_length(value.substr(range + 2), option, where, "a length", kLongest);
         for (uint64_t i = 0; i < count; ++i) {
           const double step = count == 1 ? 0 : (double(last) - double(first)) / double(count - 1);
           lengths.push_back(uint64_t(std::llround(double(first) + double(i) * step)));
         }
       } else {
-        lengths.insert(lengths.end(), count, whole_length(value, option, item, "a length", kLongest));
+        lengths.insert(lengths.end(), count, whole_length(value, option, where, "a length", kLongest));
       }
     }
   }

@@ -240,17 +240,23 @@ KernelWork profile_spec_call(const SpecCall& call) {
   return profile_call(set, call);
 }
 
-KernelWork profile_separate_launches(const SpecCall& call) {
-  if (call.lengths.empty())
+void check_separable(const SequenceLengths& lengths) {
+  if (lengths.empty())
     throw session::CallError("--separate: give the batch's sequences (--seqlens-q, --seqlens-k): the prefills "
                              "(more than one query) and the decodes (one query) are profiled as two calls");
-  const SequenceLengths prefills = lengths_where(call.lengths, [](uint64_t q) { return q > 1; });
-  const SequenceLengths decodes = lengths_where(call.lengths, [](uint64_t q) { return q == 1; });
+  const SequenceLengths prefills = lengths_where(lengths, [](uint64_t q) { return q > 1; });
+  const SequenceLengths decodes = lengths_where(lengths, [](uint64_t q) { return q == 1; });
   if (prefills.q.empty() || decodes.q.empty())
     throw session::CallError(fmt::format(
         "--separate: the batch needs prefills (sequences of more than one query) and decodes (one query each); "
         "--seqlens-q gives {} prefills and {} decodes",
         prefills.q.size(), decodes.q.size()));
+}
+
+KernelWork profile_separate_launches(const SpecCall& call) {
+  check_separable(call.lengths);
+  const SequenceLengths prefills = lengths_where(call.lengths, [](uint64_t q) { return q > 1; });
+  const SequenceLengths decodes = lengths_where(call.lengths, [](uint64_t q) { return q == 1; });
   const session::SpecLibrary set = session::SpecLibrary::from_spec_files({call.spec_file});
   const spec::KernelSpec& one_launch = set.plan_of(first_candidate(set, call)).spec;
   if (one_launch.kv_cache != spec::KvCache::paged)

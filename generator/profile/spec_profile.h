@@ -56,6 +56,9 @@ KernelWork profile_spec_call(const SpecCall& call);
 // sequence and a paged cache; sequences without queries are left out.
 // CallError otherwise, naming what is missing.
 KernelWork profile_separate_launches(const SpecCall& call);
+// The checks of profile_separate_launches' lengths alone (prefills and
+// decodes both present), to run before anything is counted.
+void check_separable(const SequenceLengths& lengths);
 
 // One planned kernel at a call shape (`mfagen explain --profile`); the shape
 // must suit the kernel (decode: at most 16 queries; no GQA: Hkv = Hq).

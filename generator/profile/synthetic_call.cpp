@@ -44,7 +44,8 @@ void fill_float(std::span<std::byte> bytes, float value) {
 }
 
 void put_int32(std::span<std::byte> bytes, size_t i, int32_t value) {
-  if ((i + 1) * sizeof(int32_t) <= bytes.size()) std::memcpy(bytes.data() + i * sizeof(int32_t), &value, sizeof(int32_t));
+  if ((i + 1) * sizeof(int32_t) <= bytes.size())
+    std::memcpy(bytes.data() + i * sizeof(int32_t), &value, sizeof(int32_t));
 }
 
 void fill_int32(std::span<std::byte> bytes, const std::vector<int32_t>& values) {

@@ -130,6 +130,51 @@ TEST_F(ProfileCli, BadChipAndUnmatchedKernelAreUserErrorsThatWriteNothing) {
   EXPECT_FALSE(fs::exists(json));
 }
 
+// A serving step: per-sequence lengths, the batch as separate launches beside
+// it (its ratio in the side-by-side table), the device bytes against the IO
+// model; bad lists, --batch beside them and --separate without them are
+// user errors naming the option, before anything runs.
+TEST_F(ProfileCli, ServingStepWithPerSequenceLengthsAndSeparateLaunches) {
+  const fs::path serving = dir_ / "serving.json", json = dir_ / "serving_profile.json";
+  std::ofstream(serving) << R"({"kernels": [
+      {"dtype": "float16", "head_dim": 64, "causal": "bottom_right", "layout": "varlen", "kv_cache": "paged"},
+      {"kind": "decode", "dtype": "float16", "head_dim": 64, "causal": "bottom_right", "kv_cache": "paged"}]})";
+  auto r = mfagen({"profile", serving.string(), "--heads-q", "2", "--heads-kv", "1", "--seqlens-q", "40,1x2",
+                   "--cache-seqlens", "40,64..96x2", "--separate", "--chip", "m3_max", "--sample", "0",
+                   "--json-out", json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Sq per sequence 40, 1 x2"));
+  EXPECT_THAT(r.out, HasSubstr("Sk per sequence 40, 64, 96"));
+  EXPECT_THAT(r.out, HasSubstr("launch attn_fwd_f16_d64_causal_br_gqa_varlen_paged_merge"));
+  EXPECT_THAT(r.out, HasSubstr("separate: attn_fwd_f16_d64_causal_br_gqa_varlen_paged + "
+                               "attn_decode_f16_d64_causal_br_gqa_paged"));
+  EXPECT_THAT(r.out, HasSubstr("IO model"));
+  EXPECT_THAT(r.out, HasSubstr("Side by side"));
+  const nlohmann::json j = nlohmann::json::parse(read_text(json));
+  ASSERT_EQ(j["kernels"].size(), 2u);
+  EXPECT_EQ(j["kernels"][0]["io_model_bytes"], j["kernels"][1]["io_model_bytes"]);
+  EXPECT_EQ(j["kernels"][1]["launches"].size(), 4u);
+
+  const struct {
+    std::vector<std::string> args;
+    std::string says;
+  } bad[] = {{{"--seqlens-q", "40,x2"}, "--seqlens-q 40,x2"},
+             {{"--seqlens-q", "4..8"}, "needs a count"},
+             {{"--seqlens-q", "1,1", "--seqlens-k", "64"}, "--seqlens-q lists 2 sequences and --seqlens-k 1"},
+             {{"--seqlens-q", "1,1", "--batch", "2"}, "--batch"},
+             {{"--separate"}, "--separate"},
+             {{"--seqlens-q", "1,1", "--separate"}, "--separate: the batch needs prefills"},
+             {{"--kv-dtype", "q5_1"}, "--kv-dtype q5_1"}};
+  for (const auto& b : bad) {
+    std::vector<std::string> args = {"profile", serving.string(), "--json-out", (dir_ / "never.json").string()};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    auto e = mfagen(args);
+    EXPECT_EQ(e.exit_code, 1) << b.says;
+    EXPECT_THAT(e.err, HasSubstr(b.says));
+    EXPECT_FALSE(fs::exists(dir_ / "never.json"));
+  }
+}
+
 TEST_F(ProfileCli, TuneRanksTileRowsAndRecordsTheCommand) {
   const fs::path json = dir_ / "tune.json";
   auto r = mfagen({"tune", spec_.string(), "--kernel", "attn_fwd_f16_d64_gqa", "--heads-q", "1", "--heads-kv", "1",
