@@ -261,8 +261,10 @@ def test_what_the_python_path_refuses_is_refused_with_a_similar_key_cached():
     assert out.requires_grad
     (d_mask,) = torch.autograd.grad(out.sum(), (mask,))
     assert d_mask.shape == mask.shape and torch.isfinite(d_mask).all()
-    with pytest.raises(NotImplementedError, match="attn_mask"):
-        mt.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.5)
+    # Nor one with dropout: it takes the Python path, which serves the mask's gradient with dropout too.
+    out = mt.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.5, dropout_seed=3)
+    (d_mask,) = torch.autograd.grad(out.sum(), (mask,))
+    assert d_mask.shape == mask.shape and torch.isfinite(d_mask).all()
 
 
 def test_subclasses_and_other_flag_types_take_the_python_path():
