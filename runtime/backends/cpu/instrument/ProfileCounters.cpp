@@ -88,14 +88,35 @@ bool isPrivate(const Value* Pointer) {
 }
 
 // True if every user of a GEP is a load or store addressing through it:
-// Apple GPUs fold base + scaled index into the memory instruction.
-bool foldsIntoMemoryAccess(const Instruction& Gep) {
-  for (const User* U : Gep.users()) {
-    if (const auto* L = dyn_cast<LoadInst>(U); L && L->getPointerOperand() == &Gep) continue;
-    if (const auto* S = dyn_cast<StoreInst>(U); S && S->getPointerOperand() == &Gep) continue;
+// Apple GPUs fold base + scaled index into the memory instruction. A cast of
+// the pointer to another address space (the stand-in's member functions take
+// `this` as a generic pointer) is looked through: the GPU compiler infers the
+// space and the cast vanishes (inferredAddressSpace below).
+bool foldsIntoMemoryAccess(const Value& Pointer) {
+  for (const User* U : Pointer.users()) {
+    if (const auto* L = dyn_cast<LoadInst>(U); L && L->getPointerOperand() == &Pointer) continue;
+    if (const auto* S = dyn_cast<StoreInst>(U); S && S->getPointerOperand() == &Pointer) continue;
+    if (isa<AddrSpaceCastInst>(U) || isa<BitCastInst>(U)) {
+      if (foldsIntoMemoryAccess(*U)) continue;
+    }
     return false;
   }
   return true;
+}
+
+// The address space of an access through a generic pointer whose one
+// underlying object lives in a specific space (a kernel's device or
+// threadgroup argument, cast to generic on its way into the stand-in's
+// member functions): GPU compilers infer it (LLVM's InferAddressSpaces
+// pass) and issue that space's instruction, so the access counts as one.
+// A pointer of unknown origin (loaded from memory, chosen between objects)
+// stays generic.
+unsigned inferredAddressSpace(const Value* Pointer) {
+  const unsigned AS = Pointer->getType()->isPointerTy() ? Pointer->getType()->getPointerAddressSpace() : 0;
+  if (AS != mfagen::cpu::abi::kSpaceGeneric) return AS;
+  const Value* Object = getUnderlyingObject(Pointer);
+  const unsigned Origin = Object->getType()->isPointerTy() ? Object->getType()->getPointerAddressSpace() : 0;
+  return Origin != 0 ? Origin : AS;
 }
 
 Op floatOp(Type* T, Op f32, Op f16) { return isHalf(T) ? f16 : f32; }
@@ -414,7 +435,7 @@ class BlockCounter {
   // width. Address space 0 is the thread's own memory: registers on a GPU,
   // not counted.
   void classifyAccess(Value* Pointer, Type* ValueType, bool Store, bool Atomic, OpList& Ops) {
-    const unsigned AS = addressSpace(Pointer->getType());
+    const unsigned AS = inferredAddressSpace(Pointer);
     if (AS == 0 || isPrivate(Pointer)) return;
     if (Atomic) return add(Ops, atomicOp(Pointer), 1);
     const uint64_t Bytes = M.getDataLayout().getTypeStoreSize(ValueType).getFixedValue();
@@ -479,7 +500,7 @@ class BlockCounter {
   }
 
   static Op atomicOp(Value* Pointer) {
-    return addressSpace(Pointer->getType()) == mfagen::cpu::abi::kSpaceThreadgroup ? Op::atomic_threadgroup
+    return inferredAddressSpace(Pointer) == mfagen::cpu::abi::kSpaceThreadgroup ? Op::atomic_threadgroup
                                                                                   : Op::atomic_device;
   }
 
@@ -565,10 +586,10 @@ class BlockCounter {
     const auto* Length = dyn_cast<ConstantInt>(MI.getLength());
     const uint64_t Instructions = Length ? (Length->getZExtValue() + 15) / 16 : 1;
     if (auto* Transfer = dyn_cast<MemTransferInst>(&MI)) {
-      if (const unsigned AS = addressSpace(Transfer->getRawSource()->getType()); AS != 0 && !isPrivate(Transfer->getRawSource()))
+      if (const unsigned AS = inferredAddressSpace(Transfer->getRawSource()); AS != 0 && !isPrivate(Transfer->getRawSource()))
         add(Ops, accessOp(AS, false), Instructions);
     }
-    if (const unsigned AS = addressSpace(MI.getRawDest()->getType()); AS != 0 && !isPrivate(MI.getRawDest()))
+    if (const unsigned AS = inferredAddressSpace(MI.getRawDest()); AS != 0 && !isPrivate(MI.getRawDest()))
       add(Ops, accessOp(AS, true), Instructions);
   }
 
