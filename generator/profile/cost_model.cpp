@@ -417,6 +417,7 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   // Seconds one threadgroup of class k keeps each resource busy at residency `o`.
   struct ClassSeconds {
     double issue, matrix, transcendental, tensor;
+    bool chain_longer;  // the busiest simdgroup's own chain set `issue`
   };
   // A lone simdgroup on its scheduler hides only its own instructions'
   // latency (the ILP the tables assume), and none of its loads' (load_latency.h).
@@ -425,7 +426,6 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   solo.mma_latency_hiding = mma_latency_hiding(
       c, c.schedulers_per_core, l.mma_chains > 0 ? static_cast<double>(l.mma_chains) : kDefaultMmaChains);
   const double load_latency = mean_load_latency_seconds(c, l);
-  bool chain_limited = false;
   auto class_seconds = [&](const ThreadgroupClass& k, const Occupancy& o) {
     const double spc = seconds_per_cycle(c, o);
     const ThreadgroupCycles t = latency_hidden_cycles(c, threadgroup_cycles(c, k.ops), o, registers);
@@ -440,19 +440,20 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
         latency_hidden_cycles(c, threadgroup_cycles(c, simdgroup_ops), solo, registers).issue / (c.clock_ghz * 1e9) +
         load_wait_seconds(simdgroup_ops, load_latency);
     const double shared = with_busiest(t.issue, busiest.issue, simdgroups) * spc;
-    if (chain > shared) chain_limited = true;
     // A simdgroup feeds its own partition's accelerator share, like its own
     // scheduler: the busiest simdgroup bounds the tensor pipe too.
     return ClassSeconds{std::max(shared, chain),
                         with_busiest(t.matrix, busiest.matrix, simdgroups) * spc,
                         with_busiest(t.transcendental, busiest.transcendental, simdgroups) * spc,
-                        with_busiest(t.tensor, busiest.tensor, simdgroups) * spc};
+                        with_busiest(t.tensor, busiest.tensor, simdgroups) * spc, chain > shared};
   };
   std::vector<ThreadgroupRun> both, issue, matrix_issue, matrix, pipe, tensor;
+  bool chain_limited = false;
   uint64_t total = 0;
   bool any_tensor = false;
   for (const ThreadgroupClass& k : classes) {
-    const auto [i, m, x, n] = class_seconds(k, occ);
+    const auto [i, m, x, n, chain_longer] = class_seconds(k, occ);
+    chain_limited = chain_limited || chain_longer;  // at full residency; the last wave's tail is not the launch
     // The complex pipe and the tensor pipe run beside the issue slots: a
     // threadgroup takes the longest of the three.
     both.push_back({k.threadgroups, std::max({i, x, n})});
