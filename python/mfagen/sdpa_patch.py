@@ -15,7 +15,7 @@ every other call goes to the original PyTorch function, unchanged. A call is
 - the shapes rely on PyTorch's broadcasting: different ranks or batch
   dimensions, or key/value heads unlike query's without ``enable_gqa``;
 - mfagen raises NotImplementedError (MPS tensors in a build without the Metal
-  bridge, ``dropout_p=1``, gradients of a float mask).
+  bridge, ``dropout_p=1``).
 
 Any other error of mfagen (ValueError, TypeError naming the argument)
 propagates: the call is wrong for PyTorch too, and it is never retried
