@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "mfagen/forward_dispatch.h"
 
@@ -14,6 +15,14 @@ namespace mfagen::dispatch_checks {
 
 inline void require(bool ok, const std::string& message) {
   if (!ok) throw DispatchError(message);
+}
+
+// The same with the message built only when the check fails: checks run per
+// call (a serving step's cu_seqlens and block table) allocate nothing.
+template <typename BuildMessage>
+  requires std::is_invocable_r_v<std::string, BuildMessage>
+inline void require(bool ok, BuildMessage&& build_message) {
+  if (!ok) throw DispatchError(build_message());
 }
 
 inline uint64_t checked_mul(uint64_t a, uint64_t b, std::string_view what) {

@@ -150,37 +150,43 @@ void check_paged_cache(const int32_t* block_table, const int32_t* cache_seqlens,
                        uint64_t num_pages, uint64_t page_size, uint64_t longest) {
   for (uint64_t b = 0; b < batch; ++b) {
     const int64_t keys = cache_seqlens[b];
-    require(keys >= 0 && uint64_t(keys) <= max_pages * page_size && uint64_t(keys) <= longest,
-            "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(keys) + " must be between 0 and " +
-                std::to_string(std::min(max_pages * page_size, longest)) + " (max_pages x page_size = " +
-                std::to_string(max_pages * page_size) + ", the longest cache length " + std::to_string(longest) +
-                ")");
+    require(keys >= 0 && uint64_t(keys) <= max_pages * page_size && uint64_t(keys) <= longest, [&] {
+      return "cache_seqlens[" + std::to_string(b) + "] = " + std::to_string(keys) + " must be between 0 and " +
+             std::to_string(std::min(max_pages * page_size, longest)) + " (max_pages x page_size = " +
+             std::to_string(max_pages * page_size) + ", the longest cache length " + std::to_string(longest) + ")";
+    });
     for (uint64_t block = 0; block * page_size < uint64_t(keys); ++block) {
       const int64_t page = block_table[b * max_pages + block];
-      require(page >= 0 && uint64_t(page) < num_pages,
-              "block_table[" + std::to_string(b) + "][" + std::to_string(block) + "] = " + std::to_string(page) +
-                  " is not a page of the cache (0 .. " + std::to_string(num_pages - 1) + ")");
+      require(page >= 0 && uint64_t(page) < num_pages, [&] {
+        return "block_table[" + std::to_string(b) + "][" + std::to_string(block) + "] = " + std::to_string(page) +
+               " is not a page of the cache (0 .. " + std::to_string(num_pages - 1) + ")";
+      });
     }
   }
 }
 
 void check_cu_seqlens(const int32_t* cu, size_t count, uint64_t batch, uint64_t total, uint64_t longest,
                       std::string_view what) {
-  const std::string name(what);
-  require(count == batch + 1, name + " has " + std::to_string(count) + " entries; a batch of " +
-                                  std::to_string(batch) + " sequences needs " + std::to_string(batch + 1));
-  require(cu[0] == 0, name + "[0] is " + std::to_string(cu[0]) + "; the first sequence starts at row 0");
+  const auto name = [&] { return std::string(what); };
+  require(count == batch + 1, [&] {
+    return name() + " has " + std::to_string(count) + " entries; a batch of " + std::to_string(batch) +
+           " sequences needs " + std::to_string(batch + 1);
+  });
+  require(cu[0] == 0, [&] { return name() + "[0] is " + std::to_string(cu[0]) + "; the first sequence starts at row 0"; });
   for (size_t b = 0; b < batch; ++b) {
-    require(cu[b + 1] >= cu[b], name + "[" + std::to_string(b + 1) + "] = " + std::to_string(cu[b + 1]) +
-                                    " is below " + name + "[" + std::to_string(b) + "] = " + std::to_string(cu[b]) +
-                                    "; the entries must not decrease");
-    require(uint64_t(cu[b + 1] - cu[b]) <= longest,
-            name + ": sequence " + std::to_string(b) + " has " + std::to_string(cu[b + 1] - cu[b]) +
-                " rows, more than the longest the call declares (" + std::to_string(longest) + ")");
+    require(cu[b + 1] >= cu[b], [&] {
+      return name() + "[" + std::to_string(b + 1) + "] = " + std::to_string(cu[b + 1]) + " is below " + name() + "[" +
+             std::to_string(b) + "] = " + std::to_string(cu[b]) + "; the entries must not decrease";
+    });
+    require(uint64_t(cu[b + 1] - cu[b]) <= longest, [&] {
+      return name() + ": sequence " + std::to_string(b) + " has " + std::to_string(cu[b + 1] - cu[b]) +
+             " rows, more than the longest the call declares (" + std::to_string(longest) + ")";
+    });
   }
-  require(uint64_t(cu[batch]) == total, name + "[" + std::to_string(batch) + "] = " + std::to_string(cu[batch]) +
-                                            " must equal the rows of the packed tensors (" + std::to_string(total) +
-                                            ")");
+  require(uint64_t(cu[batch]) == total, [&] {
+    return name() + "[" + std::to_string(batch) + "] = " + std::to_string(cu[batch]) +
+           " must equal the rows of the packed tensors (" + std::to_string(total) + ")";
+  });
 }
 
 ForwardStrides contiguous_bhsd(const AttentionShape& s, uint32_t d, uint32_t dv, KvFormat kv) {
