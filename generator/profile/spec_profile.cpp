@@ -226,11 +226,27 @@ KernelWork profile_call(const session::SpecLibrary& set, const SpecCall& call) {
   return profile_entry(set, entry, shape, call.sample_threadgroups, call.spec_file, &call);
 }
 
-SequenceLengths lengths_where(const SequenceLengths& all, bool (*keep)(uint64_t queries)) {
-  SequenceLengths some;
-  for (size_t b = 0; b < all.q.size(); ++b)
-    if (keep(all.q[b])) some.q.push_back(all.q[b]), some.k.push_back(all.k[b]);
-  return some;
+// A batch's prefills (more than one query) and decodes (one query), in
+// batch order; a CallError unless it has both.
+struct PrefillsAndDecodes {
+  SequenceLengths prefills, decodes;
+};
+PrefillsAndDecodes split_prefills_and_decodes(const SequenceLengths& lengths) {
+  if (lengths.empty())
+    throw session::CallError("--separate: give the batch's sequences (--seqlens-q, --seqlens-k): the prefills "
+                             "(more than one query) and the decodes (one query) are profiled as two calls");
+  PrefillsAndDecodes split;
+  for (size_t b = 0; b < lengths.q.size(); ++b) {
+    SequenceLengths& part = lengths.q[b] > 1 ? split.prefills : split.decodes;
+    part.q.push_back(lengths.q[b]);
+    part.k.push_back(lengths.k[b]);
+  }
+  if (split.prefills.q.empty() || split.decodes.q.empty())
+    throw session::CallError(fmt::format(
+        "--separate: the batch needs prefills (sequences of more than one query) and decodes (one query each); "
+        "--seqlens-q gives {} prefills and {} decodes",
+        split.prefills.q.size(), split.decodes.q.size()));
+  return split;
 }
 
 }  // namespace
@@ -240,23 +256,10 @@ KernelWork profile_spec_call(const SpecCall& call) {
   return profile_call(set, call);
 }
 
-void check_separable(const SequenceLengths& lengths) {
-  if (lengths.empty())
-    throw session::CallError("--separate: give the batch's sequences (--seqlens-q, --seqlens-k): the prefills "
-                             "(more than one query) and the decodes (one query) are profiled as two calls");
-  const SequenceLengths prefills = lengths_where(lengths, [](uint64_t q) { return q > 1; });
-  const SequenceLengths decodes = lengths_where(lengths, [](uint64_t q) { return q == 1; });
-  if (prefills.q.empty() || decodes.q.empty())
-    throw session::CallError(fmt::format(
-        "--separate: the batch needs prefills (sequences of more than one query) and decodes (one query each); "
-        "--seqlens-q gives {} prefills and {} decodes",
-        prefills.q.size(), decodes.q.size()));
-}
+void check_separable(const SequenceLengths& lengths) { split_prefills_and_decodes(lengths); }
 
 KernelWork profile_separate_launches(const SpecCall& call) {
-  check_separable(call.lengths);
-  const SequenceLengths prefills = lengths_where(call.lengths, [](uint64_t q) { return q > 1; });
-  const SequenceLengths decodes = lengths_where(call.lengths, [](uint64_t q) { return q == 1; });
+  const auto [prefills, decodes] = split_prefills_and_decodes(call.lengths);
   const session::SpecLibrary set = session::SpecLibrary::from_spec_files({call.spec_file});
   const spec::KernelSpec& one_launch = set.plan_of(first_candidate(set, call)).spec;
   if (one_launch.kv_cache != spec::KvCache::paged)

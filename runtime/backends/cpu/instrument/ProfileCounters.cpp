@@ -87,6 +87,9 @@ bool isPrivate(const Value* Pointer) {
   return Arg && Arg->getParent()->getName().startswith(mfagen::cpu::abi::kEntryPrefix);
 }
 
+// The address space of a pointer type; 0 (the thread's own memory) for anything else.
+unsigned addressSpace(Type* T) { return T->isPointerTy() ? T->getPointerAddressSpace() : 0; }
+
 // True if every user of a GEP is a load or store addressing through it:
 // Apple GPUs fold base + scaled index into the memory instruction. A cast of
 // the pointer to another address space (the stand-in's member functions take
@@ -112,10 +115,9 @@ bool foldsIntoMemoryAccess(const Value& Pointer) {
 // A pointer of unknown origin (loaded from memory, chosen between objects)
 // stays generic.
 unsigned inferredAddressSpace(const Value* Pointer) {
-  const unsigned AS = Pointer->getType()->isPointerTy() ? Pointer->getType()->getPointerAddressSpace() : 0;
+  const unsigned AS = addressSpace(Pointer->getType());
   if (AS != mfagen::cpu::abi::kSpaceGeneric) return AS;
-  const Value* Object = getUnderlyingObject(Pointer);
-  const unsigned Origin = Object->getType()->isPointerTy() ? Object->getType()->getPointerAddressSpace() : 0;
+  const unsigned Origin = addressSpace(getUnderlyingObject(Pointer)->getType());
   return Origin != 0 ? Origin : AS;
 }
 
@@ -345,8 +347,6 @@ class BlockCounter {
         return;
     }
   }
-
-  static unsigned addressSpace(Type* T) { return T->isPointerTy() ? T->getPointerAddressSpace() : 0; }
 
   // True if a right shift only moves a 16- or 32-bit lane of a wider value
   // down for truncation: x86 clang loads a packed_half4 as one i64 and
