@@ -5,7 +5,7 @@ import json
 
 import torch
 
-from . import _mfagen
+from . import _mfagen, _mps
 
 KERNEL_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 _HOST_DTYPES = {
@@ -19,10 +19,14 @@ _HOST_DTYPES = {
 }
 
 
-def rows_contiguous(t):
+def rows_contiguous(t, name="a tensor"):
     """``t``, or a contiguous copy when its last dimension is strided
-    (kernels read rows contiguously; other strides are read in place)."""
+    (kernels read rows contiguously; other strides are read in place). MPS
+    tensors are never copied: NotImplementedError naming the argument."""
     if t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
+        if _mps.is_mps(t):
+            raise NotImplementedError(f"{name}: its last dimension has stride {t.stride(-1)}; the Metal bridge reads "
+                                      "MPS tensors in place, rows contiguous: call .contiguous() first")
         return t.contiguous()
     return t
 
@@ -65,6 +69,8 @@ def spec_text(**fields):
 def tensor(array, dtype):
     """A numpy result of _mfagen as a tensor of ``dtype`` (16-bit floats
     arrive as int16 bit patterns)."""
+    if isinstance(array, torch.Tensor):  # the Metal bridge's results are the device's tensors already
+        return array
     t = torch.from_numpy(array)
     return t.view(dtype) if t.dtype != dtype else t
 
@@ -72,12 +78,16 @@ def tensor(array, dtype):
 def append_to_cache(spec, k, v, k_cache, v_cache, **kwargs):
     """Writes new k and v into the caches in place with the cache_append kernel ``spec``; tensors in
     kwargs are described."""
+    if _mps.is_mps(k_cache):
+        raise _mps.not_served("k_cache", "appending to a cache (its lengths are read on the host)")
     kwargs = {name: describe(value) if isinstance(value, torch.Tensor) else value for name, value in kwargs.items()}
     _mfagen.append_to_cache(spec, describe(k), describe(v), describe(k_cache), describe(v_cache), **kwargs)
 
 
 def run(spec, q, k, v, **kwargs):
-    """One call of the kernel ``spec``; tensors in kwargs are described."""
+    """One call of the kernel ``spec``; tensors in kwargs are described. MPS tensors go to the Metal bridge."""
+    if _mps.is_mps(q):
+        return _mps.run(spec, q, k, v, **kwargs)
     for name, value in kwargs.items():
         if isinstance(value, torch.Tensor):
             kwargs[name] = describe(value)

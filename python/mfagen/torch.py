@@ -26,7 +26,13 @@ decide (tensor subclasses, other devices, flags of other types, gradients,
 dropout) takes the Python path, so errors and results are the same.
 
 CPU tensors run on the cpu backend, an emulator of the generated Metal
-kernels: correct, not fast. Bad inputs raise ValueError or TypeError naming
+kernels: correct, not fast. MPS tensors run through the Metal bridge
+(mfagen._mps): the Metal backend encodes the kernels onto PyTorch's current
+MPS stream with the tensors' own buffers, without copies or a host wait; it
+serves dense calls with bool or no masks (forward and backward) and raises
+NotImplementedError naming the argument for the rest (additive masks, a
+last dimension of stride != 1, flex_attention). One call's tensors share a
+device (ValueError otherwise). Bad inputs raise ValueError or TypeError naming
 the argument before any kernel runs; what mfagen does not serve raises
 NotImplementedError naming the argument, so callers can fall back.
 
@@ -39,7 +45,7 @@ import math
 
 import torch
 
-from . import _kernels, _mfagen, _philox
+from . import _kernels, _mfagen, _mps, _philox
 from ._mfagen import sdpa_cached as _sdpa_cached
 
 __all__ = ["BlockMask", "create_block_mask", "flex_attention", "patch_sdpa", "patched_sdpa", "scaled_dot_product_attention", "unpatch_sdpa"]
@@ -48,13 +54,20 @@ __all__ = ["BlockMask", "create_block_mask", "flex_attention", "patch_sdpa", "pa
 def _check_tensor(name, t):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, found {type(t).__name__}")
-    if t.device.type == "mps":
+    if t.device.type == "mps" and _mps.BRIDGE is None:
         raise NotImplementedError(f"{name}: MPS tensors are not served by this build (the Metal bridge is not built);"
                                   " use CPU tensors (the cpu backend emulator)")
-    if t.device.type != "cpu":
-        raise ValueError(f"{name}: device {t.device}; expected a CPU tensor (mfagen runs them on its cpu backend)")
+    if t.device.type not in ("cpu", "mps"):
+        raise ValueError(f"{name}: device {t.device}; expected a CPU tensor (mfagen runs them on its cpu backend)"
+                         " or an MPS tensor (its Metal backend)")
     if t.is_sparse or t.layout != torch.strided:
         raise TypeError(f"{name}: layout {t.layout}; expected a dense (strided) tensor")
+
+
+def _check_same_device(name, t, first, reference):
+    if t.device.type != reference.device.type:
+        raise ValueError(f"{name}: device {t.device}; expected {first}'s device {reference.device} (one call's tensors"
+                         " share a device)")
 
 
 def _check_attention_tensors(named):
@@ -62,6 +75,8 @@ def _check_attention_tensors(named):
     for name, t in named:
         _check_tensor(name, t)
     first, reference = named[0]
+    for name, t in named[1:]:
+        _check_same_device(name, t, first, reference)
     if reference.dtype not in _kernels.KERNEL_DTYPES:
         raise TypeError(f"{first}: dtype {reference.dtype}; expected torch.float16, torch.bfloat16 or torch.float32")
     for name, t in named[1:]:
@@ -103,6 +118,10 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
         raise ValueError(f"scale: {scale!r}; expected a finite number or None")
     if attn_mask is not None:
         _check_tensor("attn_mask", attn_mask)
+        _check_same_device("attn_mask", attn_mask, "query", query)
+        if _mps.is_mps(attn_mask) and attn_mask.dtype != torch.bool:
+            raise NotImplementedError("attn_mask: an additive (float) mask is not served on MPS tensors by the Metal "
+                                      "bridge (its values are checked on the host for NaN and +inf); pass a bool mask")
         if attn_mask.dtype != torch.bool and attn_mask.dtype != query.dtype:
             raise TypeError(f"attn_mask: dtype {attn_mask.dtype}; expected torch.bool or query's dtype {query.dtype}")
         target = tuple(query.shape[:-1]) + (key.shape[-2],)
@@ -176,7 +195,7 @@ def _kernel_mask(attn_mask, weights_shape, batch):
         attn_mask = attn_mask.unsqueeze(0)
     if attn_mask.dim() > 4 or len(weights_shape) != 4:
         attn_mask = attn_mask.expand(weights_shape).reshape((batch,) + weights_shape[-3:])
-    return _kernels.rows_contiguous(attn_mask)
+    return _kernels.rows_contiguous(attn_mask, "attn_mask")
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -210,7 +229,7 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
     if batch == 0 or heads_q == 0 or seq_q == 0 or seq_k == 0 or dim == 0 or dim_v == 0:
         # Nothing to attend: PyTorch gives zeros (no key takes part); gradients are zero too.
         anchor = (query.sum() + key.sum() + value.sum()) * 0
-        return torch.zeros(out_shape, dtype=query.dtype) + anchor
+        return query.new_zeros(out_shape) + anchor
 
     softmax_scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
     if softmax_scale < 0:  # the kernels take scales > 0: scale·<q, k> = |scale|·<-q, k>, exactly
@@ -223,7 +242,7 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
         query = query.reshape(batch, heads_q, seq_q, dim)
         key = key.reshape(batch, heads_kv, seq_k, dim)
         value = value.reshape(batch, heads_kv, seq_k, dim_v)
-    q, k, v = (_kernels.rows_contiguous(t) for t in (query, key, value))
+    q, k, v = (_kernels.rows_contiguous(t, name) for t, name in ((query, "query"), (key, "key"), (value, "value")))
     mask = None
     mask_kind = "none"
     if attn_mask is not None:
@@ -243,7 +262,7 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable
         out = _forward(q, k, v, mask, variant, options)[0]
     if len(out_shape) != 4:
         out = out.reshape(out_shape)
-    if remember and not differentiable and dropout_p == 0:
+    if remember and not differentiable and dropout_p == 0 and not _mps.is_mps(q):
         _remember(call, variant, q, k, v, mask, softmax_scale, out)
     return out
 
@@ -316,6 +335,8 @@ def _flex_call(query, key, value, score_mod, mask_mod, captures, scalars, scale,
         if text is not None and not isinstance(text, str):
             raise TypeError(f"{name}: expected an expression string, found {type(text).__name__}")
     _check_inputs(query, key, value, None, 0.0, False, scale, enable_gqa)
+    if _mps.is_mps(query):
+        raise _mps.not_served("query", "flex_attention (score_mod / mask_mod kernels read captured tensors and scalars)")
     if query.dim() != 4:
         raise ValueError(f"query: shape {tuple(query.shape)}; flex_attention takes (B, H, S, D) tensors")
     captures = dict(captures or {})

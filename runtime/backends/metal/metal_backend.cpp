@@ -113,7 +113,8 @@ size_t launch_index(const KernelEntry& kernel, std::string_view entry) {
 
 }  // namespace
 
-MetalBackend::MetalBackend(MTL::Device* device) : device_(device ? device->retain() : MTL::CreateSystemDefaultDevice()) {
+MetalBackend::MetalBackend(MTL::Device* device, SourceProvider sources)
+    : device_(device ? device->retain() : MTL::CreateSystemDefaultDevice()), sources_(std::move(sources)) {
   if (!device_) throw std::runtime_error("metal backend: no Metal device");
   queue_ = device_->newCommandQueue();
   if (!queue_) throw std::runtime_error("metal backend: cannot create a command queue");
@@ -237,7 +238,8 @@ MTL::Library* MetalBackend::library_for(const Library& library, const KernelEntr
     Released<MTL::CompileOptions> options(MTL::CompileOptions::alloc()->init());
     options.object->setFastMathEnabled(true);  // the kernels never feed inf or NaN into math (see the templates)
     options.object->setLanguageVersion(language_version(kernel));  // 3.1: bfloat; 4.0: TensorOps
-    const std::string source = read_text(library.directory() / kernel.file);
+    const std::string source = library.directory().empty() && sources_ ? sources_(library, kernel)
+                                                                        : read_text(library.directory() / kernel.file);
     lib = device_->newLibrary(ns_string(source), options.object, &error);
   }
   if (!lib) throw std::runtime_error("metal backend: cannot load " + kernel.file + ": " + describe(error));
@@ -302,13 +304,22 @@ void MetalBackend::prepare(const Library& library) {
 
 void MetalBackend::encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
                           MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers) {
+  encode(library, kernel, plan, encoder, buffers, {});
+}
+
+void MetalBackend::encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+                          MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers,
+                          std::span<const uint64_t> offsets) {
   const Pipelines ps = pipelines(library, kernel);
   trace_call(kernel, plan.shape, name());  // MFAGEN_TRACE; free when off
+  const auto offset_of = [&](uint32_t index) { return index < offsets.size() ? offsets[index] : 0; };
   for (const LaunchPlan::Buffer& b : plan.buffers()) {
     if (b.index == kForwardParams) continue;
-    if (b.index >= buffers.size() || !buffers[b.index] || buffers[b.index]->length() < b.bytes)
+    if (b.index >= buffers.size() || !buffers[b.index] || buffers[b.index]->length() < offset_of(b.index) ||
+        buffers[b.index]->length() - offset_of(b.index) < b.bytes)
       throw std::invalid_argument("metal backend: buffer " + std::to_string(b.index) + " (" + std::string(b.name) +
-                                  ") is missing or smaller than " + std::to_string(b.bytes) + " bytes");
+                                  ") is missing or smaller than " + std::to_string(b.bytes) + " bytes" +
+                                  (offset_of(b.index) ? " past its offset " + std::to_string(offset_of(b.index)) : ""));
   }
   for (size_t i = 0; i < plan.launch_count; ++i) {
     const LaunchPlan::Launch& l = plan.launch_storage[i];
@@ -319,7 +330,7 @@ void MetalBackend::encode(const Library& library, const KernelEntry& kernel, con
       if (index == kForwardParams)
         encoder->setBytes(plan.params_storage.data(), plan.params_size, index);
       else
-        encoder->setBuffer(buffers[index], 0, index);
+        encoder->setBuffer(buffers[index], offset_of(index), index);
     }
     encoder->dispatchThreadgroups(MTL::Size(l.threadgroups[0], l.threadgroups[1], l.threadgroups[2]),
                                   MTL::Size(l.threads_per_threadgroup[0], l.threads_per_threadgroup[1],

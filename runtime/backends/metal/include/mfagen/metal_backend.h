@@ -27,6 +27,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,8 +50,13 @@ namespace mfagen {
 
 class MetalBackend final : public Backend {
  public:
+  // The MSL of a kernel whose library has no directory (an in-memory
+  // session::SpecLibrary, as the Python package's JIT kernels): the backend
+  // then compiles that text instead of reading library.directory()/file.
+  using SourceProvider = std::function<std::string(const Library&, const KernelEntry&)>;
+
   // nullptr: the system default device.
-  explicit MetalBackend(MTL::Device* device = nullptr);
+  explicit MetalBackend(MTL::Device* device = nullptr, SourceProvider sources = nullptr);
   ~MetalBackend() override;
   MetalBackend(const MetalBackend&) = delete;
   MetalBackend& operator=(const MetalBackend&) = delete;
@@ -91,6 +97,13 @@ class MetalBackend final : public Backend {
   // the pipelines under the cache lock.
   void encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
               MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers);
+  // The same with buffer i bound at byte offset `offsets[i]` (empty: all 0),
+  // for tensors that start inside a larger buffer (PyTorch's MPS tensors: the
+  // storage's MTLBuffer at storage_offset * element_size); each buffer must
+  // hold the plan's bytes past its offset.
+  void encode(const Library& library, const KernelEntry& kernel, const LaunchPlan& plan,
+              MTL::ComputeCommandEncoder* encoder, std::span<MTL::Buffer* const> buffers,
+              std::span<const uint64_t> offsets);
 
  private:
   using Pipelines = std::array<MTL::ComputePipelineState*, LaunchPlan::kMaxLaunches>;  // by launch, in order
@@ -103,6 +116,7 @@ class MetalBackend final : public Backend {
   void detect_capabilities() const;
 
   MTL::Device* device_;
+  SourceProvider sources_;
   MTL::CommandQueue* queue_;
   mutable std::once_flag capabilities_once_;
   mutable DeviceCapabilities capabilities_;

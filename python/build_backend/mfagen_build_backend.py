@@ -1,0 +1,97 @@
+"""An in-tree PEP 517 build backend (pyproject.toml's ``backend-path``) for
+``pip install .``: it drives the project's CMake build of the Python package
+(python/CMakeLists.txt) and packs build/python/mfagen into a wheel. Standard
+library only: where mfagen is developed there is no scikit-build-core and no
+PyPI.
+
+The build directory: ``config_settings["build-dir"]``, else
+``$MFAGEN_WHEEL_BUILD_DIR``, else ``build-wheel`` in the repository; an
+already configured one is reused (only its targets are brought up to date).
+On macOS the extension includes the Metal bridge of MPS tensors when CMake
+finds torch's CMake package for the interpreter and metal-cpp
+(``-DMFAGEN_METAL_CPP_DIR``, passed through ``$MFAGEN_CMAKE_ARGS``); that
+path has not been run where mfagen is developed (no Mac there). The
+extension finds the cpu backend's library in the build directory (its
+RUNPATH): keep that directory.
+"""
+
+import base64
+import hashlib
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[2]
+_NAME = "mfagen"
+_VERSION = "0.1.0"
+
+
+def _build_dir(config_settings):
+    given = (config_settings or {}).get("build-dir") or os.environ.get("MFAGEN_WHEEL_BUILD_DIR")
+    return Path(given).resolve() if given else _ROOT / "build-wheel"
+
+
+def _cmake_build(build):
+    if not (build / "CMakeCache.txt").exists():
+        subprocess.run(["cmake", "-S", str(_ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                        f"-DPython3_EXECUTABLE={sys.executable}",
+                        *shlex.split(os.environ.get("MFAGEN_CMAKE_ARGS", ""))], check=True)
+    subprocess.run(["cmake", "--build", str(build), "--target", "mfagen_python", "mfagen_python_sources"], check=True)
+    package = build / "python" / _NAME
+    if not any(package.glob("_mfagen*")):
+        raise RuntimeError(f"{package}: no _mfagen extension was built (Python development files or pybind11 missing?)")
+    return package
+
+
+def _tag():
+    version = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"{version}-{version}-{platform}"
+
+
+def _record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def _metadata():
+    return (f"Metadata-Version: 2.1\nName: {_NAME}\nVersion: {_VERSION}\n"
+            "Summary: FlashAttention kernels for Apple GPUs generated per call; PyTorch SDPA and flash-attn APIs\n"
+            "Requires-Python: >=3.9\nRequires-Dist: torch\n")
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    info = Path(metadata_directory) / f"{_NAME}-{_VERSION}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(_metadata())
+    return info.name
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    package = _cmake_build(_build_dir(config_settings))
+    tag = _tag()
+    wheel_name = f"{_NAME}-{_VERSION}-{tag}.whl"
+    info = f"{_NAME}-{_VERSION}.dist-info"
+    files = [(f"{_NAME}/{p.name}", p.read_bytes()) for p in sorted(package.iterdir())
+             if p.is_file() and (p.suffix == ".py" or p.name.startswith("_mfagen"))]
+    files += [(f"{info}/METADATA", _metadata().encode()),
+              (f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: mfagen_build_backend\nRoot-Is-Purelib: false\n"
+                                f"Tag: {tag}\n".encode())]
+    record = [_record_line(name, data) for name, data in files] + [f"{info}/RECORD,,"]
+    Path(wheel_directory).mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(Path(wheel_directory) / wheel_name, "w", zipfile.ZIP_DEFLATED) as wheel:
+        for name, data in files:
+            info_entry = zipfile.ZipInfo(name)
+            info_entry.external_attr = 0o755 << 16 if "_mfagen" in name else 0o644 << 16
+            info_entry.compress_type = zipfile.ZIP_DEFLATED
+            wheel.writestr(info_entry, data)
+        wheel.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    return wheel_name
