@@ -39,6 +39,13 @@ bool in_private_or_generic(LangAS space) {
 }
 bool is_generic(LangAS space) { return space == LangAS::opencl_generic || space == LangAS::Default; }
 
+// metal::visible_function_table<T> (MSL section 2.15), which a kernel takes by
+// value with [[buffer(n)]].
+bool is_visible_function_table(clang::QualType type) {
+  const auto* record = type.getNonReferenceType()->getAsCXXRecordDecl();
+  return record && record->getQualifiedNameAsString() == "metal::visible_function_table";
+}
+
 
 // goto
 class GotoRule : public Rule {
@@ -312,9 +319,10 @@ class KernelSignatureRule : public Rule {
           clang::QualType type = param->getType();
           LangAS space = type->isPointerType() || type->isReferenceType() ? type->getPointeeType().getAddressSpace()
                                                                             : LangAS::Default;
-          if (space != LangAS::opencl_global && space != LangAS::opencl_constant)
+          if (space != LangAS::opencl_global && space != LangAS::opencl_constant && !is_visible_function_table(type))
             report(rules::kKernelParameterAttribute, param->getLocation(),
-                   fmt::format("[[buffer({})]] parameter '{}' must be a device or constant pointer or reference",
+                   fmt::format("[[buffer({})]] parameter '{}' must be a device or constant pointer or reference, "
+                               "or a visible_function_table",
                                *index, name));
         }
       }

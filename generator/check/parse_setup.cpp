@@ -25,6 +25,8 @@ void* operator new[](unsigned long);
 // metal::thread_scope before its first #include), as the cpu backend's
 // force-included abi.h declares it.
 #include <mfagen_standin/memory_scope.h>
+// The feature macros Apple's compiler predefines (__HAVE_SIMDGROUP_MATRIX__ & co).
+#include <mfagen_standin/compiler_predefined.h>
 )";
 }
 

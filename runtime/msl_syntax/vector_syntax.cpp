@@ -28,6 +28,8 @@ class VectorSyntaxLowering {
         continue;
       }
       if (is_vector_type_name(v_.text(k)) && v_.is(k + 1, "(")) lower_constructor(k);
+      if ((is_vector_type_name(v_.text(k)) || is_vector_alias_at(k)) && !after_member_access(v_, k))
+        lower_direct_initialization(k);
     }
   }
 
@@ -65,6 +67,31 @@ class VectorSyntaxLowering {
     }
     v_.replace(k, qualified ? fmt::format("__mf_vec_ctor<::metal::{}>", v_.text(k))
                             : fmt::format("::metal::__mf_vec_ctor<{}>", v_.text(k)));
+  }
+
+  // `ushort2 origin(n, m);`: a variable direct-initialized by the vector
+  // constructor (C++14 [dcl.init]/16: the initializer list is the
+  // constructor's arguments; MSL section 2.2 gives vectors those
+  // constructors, and metal-flash-attention v1 writes its tile origins so).
+  // clang's vectors have no constructors, so the declaration becomes
+  // `ushort2 origin = ::metal::__mf_vec_ctor<ushort2>(n, m);`. A function
+  // declarator (`float2 f(float x);`, `float2 f() {`) stays: its parentheses
+  // are empty or hold a parameter declaration (two names in a row, as in
+  // `float x` or `const T`), or a body follows them.
+  void lower_direct_initialization(size_t k) {
+    const size_t name = k + 1, open = k + 2;
+    if (!v_.is_identifier(name) || !v_.is(open, "(") || v_.text(name).starts_with("__")) return;  // __attribute__
+    if (v_.file(k).find("/mfagen_standin/") != std::string_view::npos) return;
+    const size_t close = v_.find_matching(open);
+    if (close >= v_.count() || close == open + 1) return;
+    if (!v_.is(close + 1, ";") && !v_.is(close + 1, ",")) return;
+    int depth = 0;
+    for (size_t j = open + 1; j < close; ++j) {
+      if (v_.is(j, "(") || v_.is(j, "[") || v_.is(j, "{")) ++depth;
+      if (v_.is(j, ")") || v_.is(j, "]") || v_.is(j, "}")) --depth;
+      if (depth == 0 && v_.is_identifier(j) && v_.is_identifier(j + 1)) return;
+    }
+    v_.replace(open, fmt::format("= ::metal::__mf_vec_ctor<{}>(", v_.text(k)));
   }
 
   // metal::vec<T, N>(...) and (vec<T, N>)x, the template spelling of vectors.

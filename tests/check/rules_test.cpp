@@ -135,6 +135,44 @@ TEST(CheckRules, VirtualFunctionNearMiss) {
       "  Op op{2.0f};\n  out[i] = op.run(out[i]);\n}\n");
 }
 
+// The undocumented Metal metal-flash-attention v1 is built on (the cpu
+// backend runs the same constructs: tests/cpu/metal_internals_test.cpp):
+// the simdgroup async copies of <metal_simdgroup_future>, the 8x8 multiply
+// builtin on vec<T, 64>, vectors direct-initialized, and a
+// visible_function_table taken by value with [[buffer(n)]].
+TEST(CheckRules, MetalFlashAttentionInternalsAreValidMetal) {
+  expect_clean(
+      "#include <metal_simdgroup_future>\n"
+      "constant bool fused [[function_constant(0)]];\n"
+      "kernel void k(device const half* a [[buffer(0)]], device float* out [[buffer(1)]],\n"
+      "              visible_function_table<float(float)> table [[buffer(2), function_constant(fused)]],\n"
+      "              threadgroup half* tile [[threadgroup(0)]]) {\n"
+      "  ushort2 origin(8, 8);\n"
+      "  __metal_simdgroup_event_t e = __metal_simdgroup_async_copy_2d(sizeof(half), alignof(half), tile, 8, 1,\n"
+      "      ulong2(origin), a, 8, 1, ulong2(origin), long2(0), 0);\n"
+      "  __metal_wait_simdgroup_events(1, &e);\n"
+      "  vec<half, 64> x = tile[0];\n"
+      "  vec<float, 64> d = __metal_simdgroup_matrix_8x8_multiply_accumulate(x, x, vec<float, 64>(0), vec<float, 64>());\n"
+      "  out[0] = fused ? table[0](d[0]) : d[0];\n"
+      "}\n");
+}
+
+TEST(CheckRules, MetalFlashAttentionInternalsNearMiss) {
+  // By value, only a function table is a buffer; the builtin takes no
+  // half x float -> half product.
+  expect_rule("struct P { float s; };\nkernel void k(P p [[buffer(0)]]) {}  // HERE\n",
+              rules::kKernelParameterAttribute);
+  CheckResult r = check_both_ways(kHeader +
+                                      "kernel void k(device float* out [[buffer(0)]]) {\n"
+                                      "  vec<half, 64> h = 1.0h; vec<float, 64> f = 1.0f;\n"
+                                      "  out[0] = __metal_simdgroup_matrix_8x8_multiply_accumulate(h, f, h, "
+                                      "vec<half, 64>())[0];\n"
+                                      "}\n",
+                                  "builtin.metal");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(dump(r).find("half, bfloat or float operands into a float accumulator"), std::string::npos) << dump(r);
+}
+
 TEST(CheckRules, ExceptionsThrow) {
   expect_rule("float checked(float x) {\n  if (x < 0) throw 1;  // HERE\n  return x;\n}\n", rules::kExceptions);
 }

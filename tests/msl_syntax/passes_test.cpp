@@ -60,6 +60,22 @@ TEST(VectorSyntax, TemplateSpelledVectorsToo) {
   EXPECT_THAT(out.text, HasSubstr("void f(int4 i) { vec<float, 4> a"));
 }
 
+TEST(VectorSyntax, DirectInitializedVariablesTakeTheConstructor) {
+  // metal-flash-attention v1: `ushort2 origin(n, m);`, an alias too.
+  auto out = lower_vectors("using idx2 = ushort2;\n"
+                           "void f(ushort n, ushort m) { ushort2 origin(n, m); const uint3 s(n % 2, min(n, m), 1);\n"
+                           "  idx2 t(n, 0); float4 v = float4(1); }\n"
+                           "float2 g(float x);\nfloat2 h(const float x) { return x; }\nhalf2 k();\n"
+                           "typedef float float2_like __attribute__((aligned(8)));\n");
+  EXPECT_THAT(out.text, HasSubstr("ushort2 origin= ::metal::__mf_vec_ctor<ushort2>(n, m);"));
+  EXPECT_THAT(out.text, HasSubstr("uint3 s= ::metal::__mf_vec_ctor<uint3>(n % 2, min(n, m), 1);"));
+  EXPECT_THAT(out.text, HasSubstr("idx2 t= ::metal::__mf_vec_ctor<idx2>(n, 0);"));
+  EXPECT_THAT(out.text, HasSubstr("float2 g(float x);")) << "a function declarator";
+  EXPECT_THAT(out.text, HasSubstr("float2 h(const float x) {"));
+  EXPECT_THAT(out.text, HasSubstr("half2 k();"));
+  EXPECT_TRUE(out.problems.empty());
+}
+
 TEST(VectorSyntax, AttributesAndMembersStay) {
   auto out = lower_vectors("struct S { operator float4() const; }; void f(S s [[user(float4(1))]]) {\n"
                            "  s.float4(1); p->float2(2); }\n");

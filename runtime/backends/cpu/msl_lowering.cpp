@@ -26,6 +26,12 @@ const std::map<std::string_view, std::string_view> kAddressSpaces = {
     // const T (llama.cpp passes `constant float[]` tables to `constant float*`).
     {"device", "__global"}, {"constant", "const __constant"}, {"threadgroup", "__local"}, {"thread", ""}};  // see thread_points_to
 
+// Scalar types: a [[buffer]] parameter of one by value lacks its pointer.
+const std::set<std::string_view> kScalarTypeNames = {
+    "bool",    "char",     "uchar",   "short",    "ushort",   "int",      "uint",   "long",    "ulong",
+    "half",    "float",    "bfloat",  "int8_t",   "uint8_t",  "int16_t",  "uint16_t", "int32_t", "uint32_t",
+    "int64_t", "uint64_t", "size_t",  "unsigned", "signed"};
+
 // Function constant types as a host names them: int32_t is int (llama.cpp
 // declares `constant int32_t FC_... [[function_constant(i)]]`).
 std::string canonical_scalar(std::string_view type) {
@@ -485,7 +491,15 @@ class Lowering {
       if (attribute == "buffer") {
         param.kind = KernelParam::Kind::buffer;
         param.index = integer();
-        if (param.space != AddressSpace::device && param.space != AddressSpace::constant)
+        // By value, it is a resource handle bound like a buffer: a
+        // visible_function_table (MSL 2.15); the thunk bit-casts the bound
+        // 64-bit value to it (buffer_handle below).
+        // A scalar or vector is none (the type's last name: not a template
+        // argument): it is a value that needs a pointer.
+        const std::string_view last_name = name > begin ? text(name - 1) : std::string_view();
+        const bool named_value_type = kScalarTypeNames.contains(last_name) || msl::is_vector_type_name(last_name);
+        const bool handle = param.space == AddressSpace::none && !pointer && !param.is_reference && !named_value_type;
+        if (!handle && param.space != AddressSpace::device && param.space != AddressSpace::constant)
           fail(j, fmt::format("[[buffer]] parameter '{}' must point to device or constant memory", param.name));
       } else if (attribute == "threadgroup") {
         param.kind = KernelParam::Kind::threadgroup_buffer;
@@ -499,7 +513,7 @@ class Lowering {
       }
     }
     if (!have_kind) fail(attr, fmt::format("kernel parameter '{}' has no binding attribute", param.name));
-    if (param.kind != KernelParam::Kind::builtin && !param.is_reference) {
+    if (param.kind != KernelParam::Kind::builtin && !param.is_reference && !is_buffer_handle(param)) {
       if (!pointer) fail(begin, fmt::format("buffer parameter '{}' must be a pointer or a reference", param.name));
     }
     return param;
@@ -541,6 +555,13 @@ class Lowering {
     return type + adjusted_array_pointer(array_declarator_dims(attr - 1));
   }
 
+  // A [[buffer]] parameter passed by value in no address space: a resource
+  // handle such as a visible_function_table, not a pointer to memory.
+  static bool is_buffer_handle(const KernelParam& param) {
+    return param.kind == KernelParam::Kind::buffer && param.space == AddressSpace::none && !param.is_reference &&
+           param.type.find('*') == std::string::npos;
+  }
+
   std::string thunk_argument(const KernelParam& param, size_t begin, size_t end) {
     std::string type = parameter_type(param, begin, end);
     size_t name = begin;
@@ -549,6 +570,7 @@ class Lowering {
       case KernelParam::Kind::buffer:
       case KernelParam::Kind::threadgroup_buffer: {
         const char* table = param.kind == KernelParam::Kind::buffer ? "buffers" : "threadgroup_buffers";
+        if (is_buffer_handle(param)) return fmt::format("__mf_buffer_handle<{}>(__mf_a->buffers[{}])", type, param.index);
         if (param.is_reference) {
           std::string pointer = type.substr(0, type.rfind('&')) + "*";
           return fmt::format("*({})(__mf_a->{}[{}])", pointer, table, param.index);

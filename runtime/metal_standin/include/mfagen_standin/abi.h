@@ -14,6 +14,7 @@
 #pragma pop_macro("cl_khr_fp16")
 #include "lowering_support.h"
 #include "memory_scope.h"  // declared by Apple's compiler without an include
+#include "compiler_predefined.h"  // macros Apple's compiler predefines
 
 extern "C" {
 // Inserted by the instrumentation pass before loads/stores (not called here).

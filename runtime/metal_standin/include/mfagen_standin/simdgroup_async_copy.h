@@ -1,0 +1,168 @@
+// Metal stand-in: the simdgroup asynchronous copies of <metal_simdgroup_future>
+// (device <-> threadgroup tiles), which Apple's compiler declares when it
+// predefines __HAVE_SIMDGROUP_FUTURE__ (compiler_predefined.h).
+// metal-flash-attention v1 (Sources/metal_simdgroup_event at e69ba95, "code
+// completion in Xcode 14.2") stages every tile of its attention and GEMM
+// kernels through them; its 2024 rewrite declares the same builtins by their
+// AIR names, which give the signatures used here:
+//   air.simdgroup_async_copy_2d(i64 size, i64 align, dst, i64 dst per row,
+//     i64 dst stride, <2 x i64> dst tile, src, i64 src per row, i64 src
+//     stride, <2 x i64> src tile, <2 x i64> src origin, i32 clamp mode)
+//   air.wait_simdgroup_events(i32 count, events)
+//
+// Apple documents none of this; the stand-in's semantics:
+// * A 2-D copy writes the whole destination tile (x columns, y rows).
+//   Element (x, y) of a side lies `y * per_row + x * stride` elements from
+//   its pointer. Where x < src tile x and y < src tile y it is the source's
+//   element (x, y); elsewhere 0 (clamp_to_zero) or the source tile's nearest
+//   edge element (clamp_to_edge). A 1-D copy moves n contiguous elements.
+// * A copy is one operation of the simdgroup: every active lane calls it
+//   with the same arguments, the active lanes share the work (16-byte pieces
+//   of the rows, lane k of n taking pieces k, k + n, ...), and
+//   __metal_wait_simdgroup_events is a simdgroup barrier on device and
+//   threadgroup memory: after it the whole simdgroup sees the copied tile,
+//   other simdgroups after a threadgroup barrier, as on the GPU.
+// * The copy is done when it is issued. A kernel that reads the destination
+//   before waiting reads the copied data here, on a GPU perhaps not; the
+//   detectors do not see that mistake (they order a simdgroup's lanes).
+// * A nonzero source origin is not modelled: it is reported as a finding.
+//
+// `mfagen profile` counts a copy as the lanes' own 16-byte loads and stores
+// and their loop (docs/cost_model.md, assumptions): the GPU's copy engine is
+// not public, and this charges MFA's staging like any cooperative copy.
+#pragma once
+#include "simd.h"
+
+struct _simdgroup_event_t;
+typedef _simdgroup_event_t* __metal_simdgroup_event_t;
+
+namespace metal {
+enum class simdgroup_async_copy_clamp_mode { clamp_to_zero = 0, clamp_to_edge = 1 };
+}  // namespace metal
+
+// The calling lane's rank among the simdgroup's active lanes, and their count.
+struct __mf_async_copy_share {
+  uint rank, lanes;
+};
+METAL_FUNC __mf_async_copy_share __mf_async_copy_lanes() {
+  __MF_OP(__mf_op_simd_shuffle, 0);  // bookkeeping of the emulation, not a GPU instruction
+  const uint lane = __mf_simd_lane();
+  const ::metal::__mf_xchg<uint> x = ::metal::__mf_exchange(lane);
+  const __mf_async_copy_share share = {uint(__builtin_popcount(x.mask & ((1u << lane) - 1u))),
+                                       uint(__builtin_popcount(x.mask))};
+  return share;
+}
+
+// One side of a 2-D copy: where element (x, y) lies, in bytes.
+struct __mf_async_copy_side {
+  ulong per_row, stride;
+  ulong2 tile;
+  METAL_FUNC ulong offset(ulong x, ulong y, ulong size) const { return (y * per_row + x * stride) * size; }
+};
+
+// Destination element (x, y) of a 2-D copy: the source's, or the clamp mode's fill.
+template <class D, class S>
+METAL_FUNC void __mf_async_copy_element(D dst, S src, const __mf_async_copy_side& d, const __mf_async_copy_side& s,
+                                        ulong x, ulong y, ulong size, int clamp) {
+  D to = dst + d.offset(x, y, size);
+  const bool inside = x < s.tile.x && y < s.tile.y;
+  if (inside || (clamp == 1 && s.tile.x > 0 && s.tile.y > 0)) {
+    const ulong sx = x < s.tile.x ? x : s.tile.x - 1, sy = y < s.tile.y ? y : s.tile.y - 1;
+    __builtin_memcpy(to, src + s.offset(sx, sy, size), size);
+  } else {
+    __builtin_memset(to, 0, size);
+  }
+}
+
+// The 2-D copy in bytes, `Size` the element size: rows cut into pieces of
+// 16 bytes, shared by the active lanes; a piece wholly inside the source tile
+// with unit strides moves as one 16-byte access.
+template <ulong Size, class D, class S>
+METAL_FUNC void __mf_async_copy_2d(D dst, __mf_async_copy_side d, S src, __mf_async_copy_side s, int clamp) {
+  constexpr ulong kPieceElements = Size <= 16 && 16 % Size == 0 ? 16 / Size : 1;
+  const ulong pieces_per_row = (d.tile.x + kPieceElements - 1) / kPieceElements;
+  if (pieces_per_row == 0 || d.tile.y == 0) return;
+  const __mf_async_copy_share share = __mf_async_copy_lanes();
+  const bool unit_strides = d.stride == 1 && s.stride == 1;
+  // Piece (row y, column c), advancing by `lanes` pieces per step.
+  ulong y = share.rank / pieces_per_row, c = share.rank % pieces_per_row;
+  const ulong step_rows = share.lanes / pieces_per_row, step_pieces = share.lanes % pieces_per_row;
+  while (y < d.tile.y) {
+    const ulong x0 = c * kPieceElements;
+    const ulong x1 = x0 + kPieceElements < d.tile.x ? x0 + kPieceElements : d.tile.x;
+    if (unit_strides && kPieceElements * Size == 16 && x1 - x0 == kPieceElements && x1 <= s.tile.x &&
+        y < s.tile.y) {
+      __builtin_memcpy(dst + d.offset(x0, y, Size), src + s.offset(x0, y, Size), 16);
+    } else {
+      for (ulong x = x0; x < x1; ++x) __mf_async_copy_element(dst, src, d, s, x, y, Size, clamp);
+    }
+    c += step_pieces;
+    y += step_rows;
+    if (c >= pieces_per_row) {
+      c -= pieces_per_row;
+      ++y;
+    }
+  }
+}
+
+template <class D, class S>
+METAL_FUNC void __mf_async_copy_2d_sized(ulong size, D dst, __mf_async_copy_side d, S src, __mf_async_copy_side s,
+                                         long2 origin, int clamp) {
+  if (origin.x != 0 || origin.y != 0)
+    __mf_tensor_finding("simdgroup async copy: a nonzero source origin is not modelled by the stand-in",
+                        uint(origin.x), uint(origin.y));
+  switch (size) {
+    case 1: return __mf_async_copy_2d<1>(dst, d, src, s, clamp);
+    case 2: return __mf_async_copy_2d<2>(dst, d, src, s, clamp);
+    case 4: return __mf_async_copy_2d<4>(dst, d, src, s, clamp);
+    case 8: return __mf_async_copy_2d<8>(dst, d, src, s, clamp);
+    case 16: return __mf_async_copy_2d<16>(dst, d, src, s, clamp);
+    default: {
+      // Any other element size: element by element, the size a run-time value.
+      const __mf_async_copy_share share = __mf_async_copy_lanes();
+      for (ulong i = share.rank; i < d.tile.x * d.tile.y; i += share.lanes)
+        __mf_async_copy_element(dst, src, d, s, i % d.tile.x, i / d.tile.x, size, clamp);
+    }
+  }
+}
+
+METAL_FUNC __metal_simdgroup_event_t __metal_simdgroup_async_copy_2d(ulong size, ulong, __local void* dst,
+                                                                     ulong dst_per_row, ulong dst_stride,
+                                                                     ulong2 dst_tile, const __global void* src,
+                                                                     ulong src_per_row, ulong src_stride,
+                                                                     ulong2 src_tile, long2 origin, int clamp) {
+  __mf_async_copy_2d_sized(size, static_cast<__local char*>(dst), {dst_per_row, dst_stride, dst_tile},
+                           static_cast<const __global char*>(src), {src_per_row, src_stride, src_tile}, origin,
+                           clamp);
+  return nullptr;
+}
+METAL_FUNC __metal_simdgroup_event_t __metal_simdgroup_async_copy_2d(ulong size, ulong, __global void* dst,
+                                                                     ulong dst_per_row, ulong dst_stride,
+                                                                     ulong2 dst_tile, const __local void* src,
+                                                                     ulong src_per_row, ulong src_stride,
+                                                                     ulong2 src_tile, long2 origin, int clamp) {
+  __mf_async_copy_2d_sized(size, static_cast<__global char*>(dst), {dst_per_row, dst_stride, dst_tile},
+                           static_cast<const __local char*>(src), {src_per_row, src_stride, src_tile}, origin,
+                           clamp);
+  return nullptr;
+}
+
+// A 1-D copy of n elements is a one-row 2-D copy.
+METAL_FUNC __metal_simdgroup_event_t __metal_simdgroup_async_copy_1d(ulong size, ulong align, __local void* dst,
+                                                                     const __global void* src, ulong n) {
+  const ulong2 row = {n, 1};
+  const long2 origin = {0, 0};
+  return __metal_simdgroup_async_copy_2d(size, align, dst, n, 1, row, src, n, 1, row, origin, 0);
+}
+METAL_FUNC __metal_simdgroup_event_t __metal_simdgroup_async_copy_1d(ulong size, ulong align, __global void* dst,
+                                                                     const __local void* src, ulong n) {
+  const ulong2 row = {n, 1};
+  const long2 origin = {0, 0};
+  return __metal_simdgroup_async_copy_2d(size, align, dst, n, 1, row, src, n, 1, row, origin, 0);
+}
+
+// Waiting makes the simdgroup's copies visible to all of its lanes.
+METAL_FUNC void __metal_wait_simdgroup_events(int, __metal_simdgroup_event_t*) {
+  __MF_OP(__mf_op_simdgroup_barrier, 0);  // the wait is counted by the copies' loads (docs/cost_model.md)
+  __mf_simdgroup_barrier(static_cast<uint>(::metal::mem_flags::mem_device | ::metal::mem_flags::mem_threadgroup));
+}
