@@ -120,8 +120,11 @@ std::string preprocess(const fs::path& file, const std::vector<std::string>& fla
 std::vector<std::string> build_flags(bool profile) {
   const Toolchain& tc = toolchain();
   std::vector<std::string> flags = kLanguageFlags;
+  // -fstack-clash-protection: a frame larger than a page touches each page
+  // in order, so a thread's stack overflow hits its guard page
+  // (threadgroup_runner.cpp) rather than another thread's stack.
   flags.insert(flags.end(), {"-Xclang", "-ffake-address-space-map", profile ? "-O2" : "-O1", "-gline-tables-only",
-                             "-fPIC", "-shared", "-w"});
+                             "-fPIC", "-shared", "-w", "-fstack-clash-protection"});
   // Always: uninstrumented modules still need its alignment relaxation.
   flags.push_back("-fpass-plugin=" + tc.plugin.string());
   return flags;

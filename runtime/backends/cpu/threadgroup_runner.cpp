@@ -17,7 +17,12 @@ namespace mfagen::cpu {
 namespace ctx = boost::context::detail;
 namespace {
 
-constexpr size_t kStackBytes = 256 * 1024;
+// A thread's stack. Reserved, not committed (MAP_NORESERVE): metal-flash-attention's
+// sgemm, its 8x8 fragments held as vec<float, 64>, keeps a 263 KB frame here.
+// Kernels are compiled with stack-clash protection (compiler.cpp), so a deeper
+// frame probes its pages in order and stops at the guard page instead of
+// writing into the next thread's stack.
+constexpr size_t kStackBytes = 1024 * 1024;
 constexpr size_t kGuardBytes = 4096;
 constexpr uint64_t kRedzoneBytes = 256;  // gap between threadgroup allocations (catches overshoots)
 constexpr uint32_t kMemThreadgroup = 2;  // mem_flags::mem_threadgroup
