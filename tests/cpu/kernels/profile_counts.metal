@@ -105,3 +105,18 @@ kernel void shared_reads(device const float* table [[buffer(0)]], device const f
   for (uint i = 0; i < 32; ++i) sum += table[i];
   out[g * 64 + t] = sum;
 }
+
+// One simdgroup copies a 16 x 32 half tile to threadgroup memory with a
+// simdgroup async copy (<metal_simdgroup_future>) and back to `out`, with
+// nothing else: 64 pieces of 16 bytes each way, 2 per lane.
+#include <metal_simdgroup_future>
+kernel void async_copy_tile(device const half* in [[buffer(0)]], device half* out [[buffer(1)]]) {
+  threadgroup half tile[16 * 32];
+  __metal_simdgroup_event_t e = __metal_simdgroup_async_copy_2d(sizeof(half), alignof(half), tile, 32, 1,
+                                                                ulong2(32, 16), in, 32, 1, ulong2(32, 16),
+                                                                long2(0), 0);
+  __metal_wait_simdgroup_events(1, &e);
+  e = __metal_simdgroup_async_copy_2d(sizeof(half), alignof(half), out, 32, 1, ulong2(32, 16), tile, 32, 1,
+                                      ulong2(32, 16), long2(0), 0);
+  __metal_wait_simdgroup_events(1, &e);
+}

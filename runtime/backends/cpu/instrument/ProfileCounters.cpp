@@ -167,15 +167,21 @@ class BlockCounter {
   void collectMarkers() {
     for (Function& F : M)
       for (Instruction& I : instructions(F)) {
-        if (!markerPayload(I)) continue;
+        const auto Payload = markerPayload(I);
+        if (!Payload) continue;
         Markers.push_back(&I);
+        const bool Frame = (*Payload & ((1u << mfagen::cpu::profile::kMarkerOpBits) - 1)) ==
+                           mfagen::cpu::profile::kEmulationFrameOp;
         if (const DILocation* L = I.getDebugLoc().get())
-          MarkedInstances.insert({L->getScope()->getSubprogram(), L->getInlinedAt()});
+          (Frame ? FrameInstances : MarkedInstances).insert({L->getScope()->getSubprogram(), L->getInlinedAt()});
       }
   }
 
-  // True if I was inlined from the body of a marked built-in.
+  // True if I was inlined from the body of a marked built-in or of an
+  // emulation frame (kEmulationFrameOp).
   bool insideMarkedBuiltin(const Instruction& I) const {
+    for (const DILocation* L = I.getDebugLoc().get(); L; L = L->getInlinedAt())
+      if (FrameInstances.count({L->getScope()->getSubprogram(), L->getInlinedAt()})) return true;
     return insideMarkedFrame(I.getDebugLoc().get());
   }
   bool insideMarkedFrame(const DILocation* From) const {
@@ -206,6 +212,9 @@ class BlockCounter {
     // as a whole, including what the optimizer left without a debug
     // location (merged or hoisted index arithmetic).
     const bool WholeBuiltin = F.getSubprogram() && MarkedInstances.count({F.getSubprogram(), nullptr});
+    // An emulation frame kept out of line: none of its own instructions
+    // count, the markers of what it calls do.
+    const bool WholeFrame = F.getSubprogram() && FrameInstances.count({F.getSubprogram(), nullptr});
     SmallVector<std::pair<BasicBlock*, uint32_t>, 64> Counted;
     for (BasicBlock& BB : F) {
       OpList Ops;
@@ -217,7 +226,7 @@ class BlockCounter {
           if (Op < mfagen::cpu::profile::kOpCount) Ops[Op] += *Payload >> mfagen::cpu::profile::kMarkerOpBits;
           continue;
         }
-        if (WholeBuiltin || insideMarkedBuiltin(I)) continue;
+        if (WholeBuiltin || WholeFrame || insideMarkedBuiltin(I)) continue;
         classify(I, Ops);
       }
       countMergedAccesses(Ops);
@@ -713,6 +722,7 @@ class BlockCounter {
   std::vector<Access> Pending;  // the current block's loads and stores
   std::vector<Instruction*> Markers;
   DenseSet<InstanceKey> MarkedInstances;
+  DenseSet<InstanceKey> FrameInstances;  // emulation frames: their markers' callees still count
   DenseSet<const Instruction*> SqrtFoldedIntoRsqrt;
   std::vector<FunctionRecord> Functions;
   std::vector<OpList> BlockOps;

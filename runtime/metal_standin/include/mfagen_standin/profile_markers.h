@@ -43,6 +43,10 @@ enum __mf_profile_op : unsigned int {
   __mf_op_tensor_mma_f32 = 56,
   __mf_op_tensor_mma_i8 = 57,
   __mf_op_widen_bf16 = 58,
+  // Not an op: an emulation frame (profile_ops.h, kEmulationFrameOp), a
+  // built-in whose own instructions are not counted but whose callees'
+  // markers are.
+  __mf_op_emulation_frame = 255,
 };
 
 // In a profiling compile the simdgroup_matrix built-ins (__MF_OP_FUNC) are

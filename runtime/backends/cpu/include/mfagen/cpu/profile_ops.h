@@ -117,6 +117,12 @@ constexpr std::string_view name(Op op) { return kOpNames[static_cast<uint32_t>(o
 // the op in the low 8 bits, how many of it in the upper 24.
 inline constexpr uint32_t kMarkerOpBits = 8;
 inline constexpr const char* kMarkerTag = "mfagen.op";
+// The op of an emulation frame's marker: a built-in whose own instructions
+// are the emulation's bookkeeping (a loop sequencing a copy the GPU issues
+// as one instruction), not counted, while the markers of what it calls
+// count. Outside the op range, so it adds to no count.
+inline constexpr uint32_t kEmulationFrameOp = (1u << kMarkerOpBits) - 1;
+static_assert(kOpCount < kEmulationFrameOp, "the frame marker must not be an op");
 
 using OpCounts = std::array<double, kOpCount>;
 
