@@ -56,6 +56,28 @@ TEST(MetalInternals, SimdgroupAsyncCopiesFillTheDestinationTileByTheClampMode) {
   }
 }
 
+// A lane's share of a copy is 16-byte pieces; a lane that reads a piece
+// another lane copied is ordered with that write by the wait only.
+TEST(MetalInternals, ReadingAnotherLanesPieceBeforeTheWaitIsARace) {
+  std::vector<float> src(256);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+  for (bool wait : {true, false}) {
+    cpu::CompileOptions options;
+    options.constants = {{0, cpu::parse_constant_value("false", "bool")}};
+    if (!wait) options.defines = {"MFAGEN_TEST_NO_WAIT"};
+    auto module = cpu::compile_file(kernel_file("metal_internals.metal"), options);
+    std::vector<float> out(32, -1.0f);
+    auto result = run(*module, "async_copy_then_read", {1, 1, 1}, {32, 1, 1}, {bind(0, src), bind(1, out)},
+                      {{0, 256 * sizeof(float)}});
+    if (wait) {
+      EXPECT_TRUE(IsClean(result));
+      for (uint32_t lane = 0; lane < 32; ++lane) EXPECT_EQ(out[lane], float((lane * 8 + 100) % 256));
+    } else {
+      EXPECT_FALSE(IsClean(result)) << "no wait: the detectors must report the read";
+    }
+  }
+}
+
 TEST(MetalInternals, TheMultiplyBuiltinTakesHalfOperandsIntoAFloatAccumulator) {
   auto module = compile_internals();
   std::vector<uint16_t> a(64), b(64);

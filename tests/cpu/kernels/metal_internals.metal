@@ -54,3 +54,15 @@ kernel void builtin_multiply(device const half* a [[buffer(0)]], device const ha
   d[row * 8 + col] = vd[0];
   d[row * 8 + col + 1] = vd[1];
 }
+
+// Each lane reads an element of the tile another lane's share of the copy
+// wrote: ordered by the wait, a race without it (MFAGEN_TEST_NO_WAIT).
+kernel void async_copy_then_read(device const float* src [[buffer(0)]], device float* out [[buffer(1)]],
+                                 threadgroup float* tile [[threadgroup(0)]],
+                                 ushort lane [[thread_index_in_simdgroup]]) {
+  __metal_simdgroup_event_t e = __metal_simdgroup_async_copy_1d(sizeof(float), alignof(float), tile, src, 256);
+#if !defined(MFAGEN_TEST_NO_WAIT)
+  __metal_wait_simdgroup_events(1, &e);
+#endif
+  out[lane] = tile[(uint(lane) * 8 + 100) % 256];
+}

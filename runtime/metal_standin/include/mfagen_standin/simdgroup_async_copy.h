@@ -22,9 +22,11 @@
 //   __metal_wait_simdgroup_events is a simdgroup barrier on device and
 //   threadgroup memory: after it the whole simdgroup sees the copied tile,
 //   other simdgroups after a threadgroup barrier, as on the GPU.
-// * The copy is done when it is issued. A kernel that reads the destination
-//   before waiting reads the copied data here, on a GPU perhaps not; the
-//   detectors do not see that mistake (they order a simdgroup's lanes).
+// * Each lane copies its share when it issues the copy. A lane that reads a
+//   piece another lane copied, before the wait, is reported as a race
+//   (MetalInternals.ReadingAnotherLanesPieceBeforeTheWaitIsARace); one that
+//   reads back its own share before waiting is not, though a GPU may not
+//   have written it yet.
 // * A nonzero source origin is not modelled: it is reported as a finding.
 //
 // `mfagen profile` counts a copy as the memory instructions of the lanes
