@@ -6,7 +6,8 @@
 // window, GQA, softcap, ALiBi and sinks; every detector on, each sequence
 // against the float64 reference of its queries and its gathered keys. The
 // forward also takes packed queries (layout varlen): a mixed batch of prefill
-// chunks and decodes against the cache, with quantized caches.
+// chunks and decodes against the cache, with quantized caches; planned by
+// Library::plan_batch, whose decodes pack a GQA group's rows.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -130,6 +131,49 @@ std::vector<ForwardCase> cases() {
     all.push_back(c);
     c.mods = relative_bias_case(RecipeShape{3, 8, 20, 300}, 23);
     c.causal = Causal::none;
+    all.push_back(c);
+  }
+  // Decodes in a planned batch take a GQA group's (q head, query) pairs as
+  // their rows, each kv head's keys read once by up to `group` threadgroups
+  // (key slices, merged); prefill chunks keep one q head per threadgroup.
+  // GQA 8 (16 q heads over 2; also a decode of 8 queries, whose 64 rows fill
+  // the query block) and GQA 4, MQA; f16, q8_0, q4_0 and fp8 caches; sinks
+  // with a window, softcap, ALiBi; few threadgroups, so that long key ranges
+  // split too.
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {1000, 37, 700, 5, 300, 64}, 0);
+    c.heads_q = 16;  // GQA 8
+    c.varlen_q = {1, 1, 50, 3, 8, 64};
+    c.causal = Causal::bottom_right;
+    c.sinks = true;
+    c.window = {{400, 0}};
+    c.plan_threadgroups = 48;
+    all.push_back(c);
+    c.kv_dtype = spec::KvDType::q8_0;
+    c.dtype = DType::bfloat16;
+    c.sinks = false;
+    c.window.reset();
+    c.softcap = 25;
+    c.plan_threadgroups = 2048;  // the decodes unsplit: their slices alone
+    all.push_back(c);
+  }
+  {
+    ForwardCase c = paged(spec::Kind::forward, DType::float16, 16, {900, 260, 17, 480}, 0);
+    c.heads_q = 8;  // GQA 4
+    c.varlen_q = {1, 16, 2, 90};
+    c.causal = Causal::bottom_right;
+    c.kv_dtype = spec::KvDType::q4_0;
+    c.sinks = true;
+    c.window = {{150, 0}};
+    c.plan_threadgroups = 24;
+    all.push_back(c);
+    c.kv_dtype = spec::KvDType::fp8_e4m3;
+    c.causal = Causal::none;
+    c.window.reset();
+    c.sinks = false;
+    c.alibi = true;
+    c.heads_kv = 1;  // MQA: a group of all 8 q heads
+    c.varlen_q = {1, 8, 2, 90};
     all.push_back(c);
   }
   return all;

@@ -193,8 +193,10 @@ TEST(ServingProfile, OneLaunchRunsThePlannedWorkItemsAndMovesEachSequenceOnce) {
 
     // The work items, counted here: a (sequence, query block) each, its keys
     // those its rows see (bottom-right causal), split into ceil(n / 4) parts
-    // when longer than 4 key blocks (plan_batch's budget per item is
-    // max(4, key blocks / (2048 / Hq)): 4 for a batch this small).
+    // when a threadgroup would see more than 4 key blocks (plan_batch's
+    // budget per item is max(4, key blocks / (2048 / Hq)): 4 for a batch this
+    // small). A decode packs its GQA group's 4 q heads into its rows: its Hq
+    // threadgroups are min(4, n) slices of the kv head's n key blocks, merged.
     spec::KernelSpec s;
     s.dtype = spec::DType::float16;
     s.head_dim = s.head_dim_v = kD;
@@ -204,15 +206,18 @@ TEST(ServingProfile, OneLaunchRunsThePlannedWorkItemsAndMovesEachSequenceOnce) {
     s.kv_cache = spec::KvCache::paged;
     if (kv == spec::KvDType::q8_0) s.kv_dtype = kv;  // float16 k and v: the spec's dtype, no field
     const plan::KernelPlan p = plan::plan_kernel(s);
+    const uint64_t group = kHeadsQ / kHeadsKv;
     uint64_t items = 0, split_blocks = 0, key_blocks = 0;
     for (size_t b = 0; b < kQueries.size(); ++b) {
+      const bool decode = kQueries[b] * group <= p.block_q;
       for (uint64_t first = 0; first < kQueries[b]; first += p.block_q) {
         const uint64_t last = std::min(first + p.block_q, kQueries[b]) - 1;
         const uint64_t keys = std::min(kKeys[b], last + kKeys[b] - kQueries[b] + 1);
-        const uint64_t blocks = ceil_div(keys, p.block_k);
+        const uint64_t slices = decode ? std::clamp<uint64_t>(ceil_div(keys, p.block_k), 1, group) : 1;
+        const uint64_t blocks = ceil_div(ceil_div(keys, p.block_k), slices);  // of one threadgroup
         key_blocks += blocks;
         items += blocks <= 4 ? 1 : ceil_div(blocks, 4);
-        split_blocks += blocks > 4;
+        split_blocks += blocks > 4 || slices > 1;
       }
     }
     ASSERT_LE(ceil_div(key_blocks, 2048 / kHeadsQ), 4u);

@@ -173,6 +173,70 @@ TEST(LaunchPlan, PlannedBatchesEqualPlanForwardAndCoverEveryBlockOnce) {
   EXPECT_GT(split, 0u) << "no plan split a block";
 }
 
+// A decode in a planned batch (its queries times the GQA group fit one query
+// block) takes the group's (q head, query) pairs as its rows: its items have
+// 1..group key slices (one per kv head's threadgroup column), prefill items
+// none; each packed block's partial rows are written once per split index
+// (split + slice over its items), 0 .. splits - 1, as its merge expects.
+TEST(LaunchPlan, PlannedDecodesPackAGqaGroupAndSliceTheirKeys) {
+  std::mt19937_64 rng(23);
+  size_t packed = 0, sliced = 0;
+  for (const KernelEntry& kernel : launch_library().kernels()) {
+    if (!kernel.info.planned_batches || !kernel.info.gqa) continue;
+    for (int i = 0; i < 60; ++i) {
+      ForwardCall call = random_call(kernel, rng);
+      const uint64_t group = call.shape.heads_q / call.shape.heads_kv;
+      const uint64_t bq = kernel.info.block_q;
+      std::vector<int32_t> cu = {0}, lengths;
+      for (uint64_t b = 0; b < call.shape.batch; ++b) {
+        // Decodes of 1 .. bq / group queries and prefills longer than that.
+        const uint64_t decode_rows = std::max<uint64_t>(1, bq / group);
+        const uint64_t sq = rng() % 2 ? 1 + rng() % std::min(decode_rows, call.shape.seq_q) : 1 + rng() % call.shape.seq_q;
+        cu.push_back(cu.back() + int32_t(sq));
+        lengths.push_back(int32_t(rng() % (call.shape.seq_k + 1)));
+      }
+      call.total_q = uint64_t(cu.back());
+      call.strides = packed_paged(call.shape, call.total_q, call.page_size, kernel.info.head_dim,
+                                  kernel.info.head_dim_v, kernel.info.kv_format);
+      BatchPlan plan;
+      Library::plan_batch(kernel, call, cu, lengths, plan, uint32_t(8 + rng() % 256));
+      std::map<int32_t, std::vector<int>> written;  // merge partial -> times each split index is written
+      for (const BatchWork& w : plan.work) {
+        if (uint32_t(w.batch) >= call.shape.batch) continue;  // the empty batch's no-op item
+        const uint64_t sq = uint64_t(cu[w.batch + 1] - cu[w.batch]);
+        const bool decode = group > 1 && sq * group <= bq;
+        if (!decode) {
+          EXPECT_EQ(w.slices, 0) << kernel.name << ": a prefill item of " << sq << " queries packed";
+        } else {
+          EXPECT_GE(w.slices, 1) << kernel.name << ": a decode of " << sq << " queries, GQA " << group << " not packed";
+          EXPECT_LE(uint64_t(w.slices), group);
+          EXPECT_EQ(w.q_block, 0);
+          packed += 1;
+          sliced += w.slices > 1;
+        }
+        if (w.partial < 0) {
+          EXPECT_LE(w.slices, 1) << "slices write partial rows: they need a merge";
+          continue;
+        }
+        std::vector<int>& times = written[w.partial];
+        times.resize(size_t(w.splits));
+        for (int32_t s = 0; s < std::max(w.slices, 1); ++s) {
+          ASSERT_LT(w.split + s, w.splits);
+          ++times[size_t(w.split + s)];
+        }
+      }
+      ASSERT_EQ(written.size(), plan.merge_count);
+      for (uint32_t m = 0; m < plan.merge_count; ++m) {
+        const std::vector<int>& times = written[plan.merges[m].partial];
+        EXPECT_EQ(times.size(), size_t(plan.merges[m].splits));
+        for (int t : times) EXPECT_EQ(t, 1) << "a partial row written " << t << " times";
+      }
+    }
+  }
+  EXPECT_GT(packed, 0u);
+  EXPECT_GT(sliced, 0u) << "no decode sliced its keys";
+}
+
 // A mask_mod kernel's block classes computed alone (only), reused (given) or
 // per call (computed): the same plan both ways; only launches _blocks with
 // just what it binds, given skips it and reads the caller's classes.

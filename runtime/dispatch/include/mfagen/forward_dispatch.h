@@ -185,11 +185,16 @@ void check_cu_seqlens(const int32_t* cu_seqlens, size_t count, uint64_t batch, u
 // `splits` of that block's keys: its rows go to partial slots
 // partial + (row * heads_q + head) * splits + split, and the merge launch
 // combines them in split order (bit-identical run to run); partial -1 writes
-// out and lse directly. The layouts are the kernel's BatchWork / BatchMerge
-// (8 int32 each); the caller binds them at kForwardWorkItems and
+// out and lse directly. A decode's item (slices > 0: a sequence whose
+// queries times heads_q / heads_kv fit one query block) takes a GQA group's
+// (q head, query) pairs as its rows, as the split-K decode kernel does: its
+// heads_q threadgroups are `slices` key slices (y / heads_kv) of each kv head
+// (y % heads_kv), each reading its kv head's keys once for the whole group;
+// slice s writes split `split + s`. The layouts are the kernel's BatchWork /
+// BatchMerge (8 int32 each); the caller binds them at kForwardWorkItems and
 // kForwardMergeItems.
 struct BatchWork {
-  int32_t batch = 0, q_block = 0, key_begin = 0, key_end = 0, partial = -1, split = 0, splits = 1, unused = 0;
+  int32_t batch = 0, q_block = 0, key_begin = 0, key_end = 0, partial = -1, split = 0, splits = 1, slices = 0;
 };
 struct BatchMerge {
   int32_t batch = 0, q_block = 0, rows = 0, splits = 0, partial = 0, unused[3] = {0, 0, 0};

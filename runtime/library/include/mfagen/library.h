@@ -155,7 +155,10 @@ class Library {
   // (B + 1) and cache_seqlens (B) and the call's shape, window and totals:
   // each (sequence, query block) one work item, its keys split when longer
   // than its share of about `threadgroups` threadgroups (per q head) so that
-  // one long sequence does not bound the launch; split blocks are merged by
+  // one long sequence does not bound the launch; a decode (a sequence whose
+  // queries times the GQA group fit one query block) takes the group's (q
+  // head, query) pairs as rows, its threadgroups slicing its keys per kv
+  // head (BatchWork::slices); split blocks and slices are merged by
   // the kernel's _merge launch in split order (bit-identical run to run).
   // Plan once per step and pass it (ForwardCall::batch_plan) to every
   // layer's call; `plan` keeps its vectors' capacity, and the checks of the
