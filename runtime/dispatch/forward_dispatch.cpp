@@ -92,6 +92,12 @@ void check_call(const ForwardKernelInfo& kernel, const ForwardCall& call) {
             kernel.planned_batches ? "the batch plan has no work item or merge storage: build it with plan_batch"
                                    : "kernel " + kernel.entry + " runs no planned batch (only packed queries on a "
                                      "paged cache do): leave batch_plan null");
+  if (call.batch_plan && call.batch_plan->gqa_group != 0)
+    require(shape.heads_kv != 0 && shape.heads_q == call.batch_plan->gqa_group * shape.heads_kv, [&] {
+      return "the batch plan packs decodes' rows for heads_q / heads_kv = " +
+             std::to_string(call.batch_plan->gqa_group) + "; this call has " + std::to_string(shape.heads_q) + " / " +
+             std::to_string(shape.heads_kv) + ": plan_batch again for it";
+    });
   if (kernel.decode)
     require(shape.seq_q <= kMaxDecodeQueries, "kernel " + kernel.entry + " is a decode kernel: seq_q (" +
                                                   std::to_string(shape.seq_q) + ") must be at most " +

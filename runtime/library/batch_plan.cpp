@@ -31,6 +31,7 @@ void Library::plan_batch(const KernelEntry& kernel, const ForwardCall& call, std
   plan.work.clear();
   plan.merges.clear();
   plan.partial_slots = 0;
+  plan.gqa_group = 0;
 
   // Each (sequence, query block) and the keys it sees, as the kernel bounds them.
   const int64_t bq = info.block_q, bk = info.block_k;
@@ -56,6 +57,7 @@ void Library::plan_batch(const KernelEntry& kernel, const ForwardCall& call, std
       const int64_t blocks = int64_t(div_up(uint64_t(key_end - key_begin), uint64_t(bk)));
       const int32_t slices = gqa_rows ? int32_t(std::clamp<int64_t>(blocks, 1, group)) : 0;
       plan.work.push_back({int32_t(b), int32_t(q_block), int32_t(key_begin), int32_t(key_end), -1, 0, 1, slices});
+      if (gqa_rows) plan.gqa_group = uint64_t(group);
       total_blocks += div_up(uint64_t(blocks), uint64_t(std::max(slices, 1)));
     }
   }

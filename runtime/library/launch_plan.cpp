@@ -71,6 +71,7 @@ bool call_is_valid(const ForwardKernelInfo& kernel, const ForwardCall& call) {
   const BatchPlan* b = call.batch_plan;
   ok = ok && (!b || (kernel.planned_batches && !b->work.empty() && !b->merges.empty() && b->work.size() <= UINT32_MAX &&
                      b->merge_count <= b->merges.size()));
+  ok = ok && (!b || b->gqa_group == 0 || (s.heads_kv != 0 && s.heads_q == b->gqa_group * s.heads_kv));
   return ok;
 }
 

@@ -237,6 +237,44 @@ TEST(LaunchPlan, PlannedDecodesPackAGqaGroupAndSliceTheirKeys) {
   EXPECT_GT(sliced, 0u) << "no decode sliced its keys";
 }
 
+// A plan whose decodes pack a GQA group's rows is tied to that group size: a
+// call with other heads (a layer of another model, or MHA) is refused by
+// both planners rather than run with the wrong rows.
+TEST(LaunchPlan, APlanWithPackedDecodesRefusesOtherGroupSizes) {
+  for (const KernelEntry& kernel : launch_library().kernels()) {
+    if (!kernel.info.planned_batches || !kernel.info.gqa) continue;
+    std::mt19937_64 rng(3);
+    ForwardCall call = random_call(kernel, rng);
+    call.shape.batch = 2;
+    call.shape.heads_kv = 2;
+    call.shape.heads_q = 8;  // GQA 4
+    const std::vector<int32_t> cu = {0, 1, 2}, lengths = {int32_t(call.shape.seq_k), 1};
+    call.total_q = 2;
+    call.strides = packed_paged(call.shape, call.total_q, call.page_size, kernel.info.head_dim,
+                                kernel.info.head_dim_v, kernel.info.kv_format);
+    BatchPlan plan;
+    Library::plan_batch(kernel, call, cu, lengths, plan);
+    call.batch_plan = &plan;
+    ASSERT_EQ(plan.gqa_group, 4u) << kernel.name;
+    std::string why;
+    EXPECT_TRUE(same(Library::launch_plan(kernel, call), Library::plan(kernel, call), why)) << why;
+    call.shape.heads_kv = 8;  // MHA with the same plan
+    call.strides = packed_paged(call.shape, call.total_q, call.page_size, kernel.info.head_dim,
+                                kernel.info.head_dim_v, kernel.info.kv_format);
+    for (int fast = 0; fast < 2; ++fast) {
+      try {
+        if (fast) Library::launch_plan(kernel, call);
+        else Library::plan(kernel, call);
+        ADD_FAILURE() << kernel.name << ": a plan for GQA 4 ran a call of 8 / 8 heads";
+      } catch (const DispatchError& e) {
+        EXPECT_NE(std::string(e.what()).find("heads_q / heads_kv = 4"), std::string::npos) << e.what();
+      }
+    }
+    return;  // one kernel tells
+  }
+  FAIL() << "no planned GQA kernel in the library";
+}
+
 // A mask_mod kernel's block classes computed alone (only), reused (given) or
 // per call (computed): the same plan both ways; only launches _blocks with
 // just what it binds, given skips it and reads the caller's classes.

@@ -204,6 +204,10 @@ struct BatchPlan {
   std::vector<BatchMerge> merges; // merge_count items, then a zero sentinel when there are none
   uint32_t merge_count = 0;
   uint64_t partial_slots = 0;     // (row, head, split) slots of the split blocks
+  // heads_q / heads_kv of the call planned when some decode's item packs a
+  // GQA group's rows (BatchWork::slices), else 0: such a plan runs only with
+  // calls of that group size (their rows are the group's q heads).
+  uint64_t gqa_group = 0;
 };
 
 // mask_mod kernels: where a call's block classes (the _blocks launch's
