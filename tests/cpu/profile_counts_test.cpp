@@ -266,6 +266,31 @@ TEST(ProfileCounts, TensorOpsRunsCountAsTheirMmasWithCooperativeOrTensorOperands
   }
 }
 
+// A run reads its operand tiles once, as a GPU does, whether k is static
+// (the stand-in stages the tiles) or dynamic (it reads each element where an
+// output uses it, and the traffic counters get the tiles once instead):
+// threadgroup bytes read = the kernel's own none + rounds x (16x16 + 32x16)
+// halfs.
+TEST(ProfileCounts, TensorOpsRunsReadTheirTilesOnceWithAStaticOrDynamicK) {
+  auto module = compile_profiled("profile_tensor_ops.metal");
+  std::vector<_Float16> a(16 * 16), b(32 * 16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = _Float16(float(int(i % 7) - 3) * 0.25f);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = _Float16(float(int(i % 5) - 2) * 0.5f);
+  const auto expected = product_16x32([&](int e) { return double(a[e]); }, [&](int e) { return double(b[e]); });
+  for (const char* entry : {"tensor_operands", "tensor_operands_dynamic_k"}) {
+    SCOPED_TRACE(entry);
+    for (uint32_t rounds : {1u, 3u}) {
+      std::vector<float> c(16 * 32, -1.0f);
+      auto r = run_profiled(*module, entry, {1, 1, 1}, {32, 1, 1},
+                            {bind(0, a), bind(1, b), bind(2, c), bind_scalar(3, rounds)});
+      ASSERT_TRUE(IsClean(r));
+      for (size_t e = 0; e < c.size(); ++e) ASSERT_EQ(c[e], float(rounds * expected[e])) << e;
+      EXPECT_EQ(r.profile->threadgroup_bytes_read, rounds * (16 * 16 + 32 * 16) * 2);
+      EXPECT_EQ(count(r, Op::tensor_mma_f16), 16 * rounds);
+    }
+  }
+}
+
 // relaxed_precision lets the implementation "sacrifice accuracy for
 // performance" (MPPTensorOpsMatMul2d.h): a float32 operand then counts as a
 // 16-bit block, which the cost model runs on the Neural Accelerators. The

@@ -54,4 +54,12 @@ __attribute__((visibility("default"))) uint32_t __mf_tensor_layout_seed(void) {
 __attribute__((visibility("default"), noinline)) void __mf_tensor_finding(const char* what, uint32_t a, uint32_t b) {
   ThreadgroupRunner::current()->tensor_finding(what, a, b, __builtin_return_address(0));
 }
+
+__attribute__((visibility("default"))) void __mf_traffic_pause(uint32_t paused) {
+  ThreadgroupRunner::current()->traffic_pause(paused != 0);
+}
+
+__attribute__((visibility("default"))) void __mf_traffic_add(const void* operand, uint64_t bytes) {
+  ThreadgroupRunner::current()->traffic_add(operand, bytes);
+}
 }

@@ -28,6 +28,9 @@ constexpr uint64_t kRedzoneBytes = 256;  // gap between threadgroup allocations 
 constexpr uint32_t kMemThreadgroup = 2;  // mem_flags::mem_threadgroup
 constexpr size_t kSinkBytes = 64 * 1024;  // where out-of-bounds accesses are redirected
 constexpr std::byte kUninitializedPattern{0xa5};
+// A read made while the thread's reads are paused (__mf_traffic_pause): a bit
+// above the ABI's access flags, never set by a kernel.
+constexpr uint32_t kUncountedRead = 1u << 30;
 
 thread_local ThreadgroupRunner* tls_runner = nullptr;
 
@@ -421,14 +424,29 @@ void ThreadgroupRunner::abort_threadgroup(std::string why) {
 
 // ---- detectors ----
 
+void ThreadgroupRunner::traffic_add(const void* operand, uint64_t bytes) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(operand);
+  const uintptr_t arena = reinterpret_cast<uintptr_t>(arena_.data());
+  if (address >= arena && address < arena + arena_.size()) {
+    threadgroup_bytes_read_ += bytes;
+    return;
+  }
+  for (size_t i = 0; i < context_.buffers.size(); ++i)
+    if (address >= context_.buffers[i].begin && address < context_.buffers[i].end) {
+      traffic_[i].bytes_read += bytes;
+      return;
+    }
+}
+
 const void* ThreadgroupRunner::access(const void* pointer, uint64_t size, uint32_t flags, const char* loc) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
   const uint32_t space = flags & abi::kSpaceMask;
   bool redirect = false;
   const uintptr_t arena = reinterpret_cast<uintptr_t>(arena_.data());
   bool in_arena = address >= arena && address < arena + arena_.size();
+  if (threads_[current_].reads_uncounted) flags |= kUncountedRead;
   if (space == abi::kSpaceThreadgroup || (space == abi::kSpaceGeneric && in_arena)) {
-    if (flags & abi::kRead) threadgroup_bytes_read_ += size;
+    if ((flags & abi::kRead) && !(flags & kUncountedRead)) threadgroup_bytes_read_ += size;
     if (flags & abi::kWrite) threadgroup_bytes_written_ += size;
     check_threadgroup(address, size, flags, loc, redirect);
   } else if (space == abi::kSpaceDevice || space == abi::kSpaceConstant || space == abi::kSpaceGeneric) {
@@ -443,7 +461,7 @@ void ThreadgroupRunner::check_device(uintptr_t address, uint64_t size, uint32_t 
   for (size_t i = 0; i < context_.buffers.size(); ++i) {
     const auto& b = context_.buffers[i];
     if (address >= b.begin && address + size <= b.end) {
-      if (flags & abi::kRead) traffic_[i].bytes_read += size;
+      if ((flags & abi::kRead) && !(flags & kUncountedRead)) traffic_[i].bytes_read += size;
       if (flags & abi::kWrite) traffic_[i].bytes_written += size;
       if ((flags & abi::kRead) && context_.profile && size > 0) {
         // Apple GPU caches move 128-byte lines (assumption; docs/profile.md).

@@ -64,6 +64,9 @@ class ThreadgroupRunner {
   const void* simd_exchange(const void* value, uint32_t bytes, uint32_t* active_mask, const void* site);
   void* threadgroup_alloc(uint32_t site, uint64_t size, uint64_t align, const char* name);
   uint32_t current_lane() const { return threads_[current_].lane; }
+  // An emulated operation's traffic counted as the GPU moves it (kernel_abi.h).
+  void traffic_pause(bool paused) { threads_[current_].reads_uncounted = paused; }
+  void traffic_add(const void* operand, uint64_t bytes);
   void scope_position(uint32_t* simdgroup, uint32_t* simdgroups) const;
   void* scope_slots(uint32_t bytes);
   uint32_t tensor_layout_seed() const { return context_.tensor_layout_seed; }
@@ -80,6 +83,7 @@ class ThreadgroupRunner {
     uint32_t simd = 0, lane = 0;
     const void* wait_site = nullptr;
     uint32_t barrier_flags = 0;
+    bool reads_uncounted = false;  // __mf_traffic_pause: reads checked, not added to the byte counters
     abi::LaunchArgs args{};
   };
   // Lanes that reach the same collective call site form one partition; lanes

@@ -88,3 +88,26 @@ kernel void bfloat_operands(device const bfloat* a [[buffer(0)]], device const b
   for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
   out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
 }
+
+// tensor_operands with k left dynamic (mtlflashattn's v2 writes its
+// descriptors so): the run reads the tiles where it uses them; the traffic
+// counters must still see each tile once per run.
+constant constexpr auto kDynamicK = matmul2d_descriptor(16, 32, static_cast<int>(dynamic_extent), false, true,
+                                                        false, matmul2d_descriptor::mode::multiply_accumulate);
+kernel void tensor_operands_dynamic_k(device const half* a [[buffer(0)]], device const half* b [[buffer(1)]],
+                                      device float* c [[buffer(2)]], constant uint& rounds [[buffer(3)]],
+                                      uint lane [[thread_index_in_simdgroup]]) {
+  threadgroup half a_tile[16 * 16];
+  threadgroup half b_tile[32 * 16];
+  for (uint i = lane; i < 16 * 16; i += 32) a_tile[i] = a[i];
+  for (uint i = lane; i < 32 * 16; i += 32) b_tile[i] = b[i];
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  typedef tensor<threadgroup half, dextents<int32_t, 2>, tensor_inline> Tile;
+  Tile left(a_tile, dextents<int32_t, 2>(16, 16)), right(b_tile, dextents<int32_t, 2>(16, 32));
+  matmul2d<kDynamicK, execution_simdgroup> op;
+  auto out = op.get_destination_cooperative_tensor<Tile, Tile, float>();
+  for (ushort i = 0; i < out.get_capacity(); ++i)
+    if (out.is_valid_element(i)) out[i] = 0.0f;
+  for (uint r = 0; r < rounds; ++r) op.run(left, right, out);
+  out.store(tensor<device float, dextents<int32_t, 2>, tensor_inline>(c, dextents<int32_t, 2>(32, 16)));
+}

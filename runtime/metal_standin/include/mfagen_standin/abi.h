@@ -35,6 +35,10 @@ void __mf_scope_position(unsigned int* simdgroup, unsigned int* simdgroups);
 void* __mf_scope_slots(unsigned int bytes);
 unsigned int __mf_tensor_layout_seed(void);
 void __mf_tensor_finding(const __constant char* what, unsigned int a, unsigned int b);
+// Traffic of an emulated operation (kernel_abi.h): pause the thread's read
+// counters, add an operand's bytes once.
+void __mf_traffic_pause(unsigned int paused);
+void __mf_traffic_add(const void* operand, unsigned long bytes);
 }
 
 // Layout mirrors mfagen::cpu::abi::LaunchArgs (uint64_t -> unsigned long).

@@ -538,6 +538,25 @@ class matmul2d {
       return acc;
     };
 
+    // A dynamic k reads tensor operands where they are used: an element once
+    // per output element that needs it, where a GPU reads the tile once per
+    // run. So the traffic counters get each thread's share of each such tile
+    // once, and the uses are checked by the detectors but kept out of the
+    // byte counts (__mf_traffic_pause; a tensor destination's writes count as
+    // they happen, its reads by multiply_accumulate are added here too).
+    constexpr bool reads_counted_once = ((L::is_tensor && !stage_left) || (R::is_tensor && !stage_right)) &&
+                                        __m > 0 && __n > 0;
+    if constexpr (reads_counted_once) {
+      const ulong kk = ulong(k > 0 ? k : 0);
+      if constexpr (L::is_tensor && !stage_left)
+        __mf_traffic_add(left.__data, (ulong(__m) * kk * sizeof(typename L::value_type) + threads - 1) / threads);
+      if constexpr (R::is_tensor && !stage_right)
+        __mf_traffic_add(right.__data, (kk * ulong(__n) * sizeof(typename R::value_type) + threads - 1) / threads);
+      if constexpr (D::is_tensor && __accumulate)
+        __mf_traffic_add(destination.__data,
+                         (ulong(__m) * ulong(__n) * sizeof(typename D::value_type) + threads - 1) / threads);
+      __mf_traffic_pause(1u);
+    }
     if constexpr (D::is_coop) {
       const typename D::layout::map& m = destination.__map;
       for (int i = 0; i < D::layout::capacity; ++i) {
@@ -558,6 +577,7 @@ class matmul2d {
         destination.__mf_write(col, row, product(row, col, acc));
       }
     }
+    if constexpr (reads_counted_once) __mf_traffic_pause(0u);
     scope_of_op.leave();
     status.unwritten_input = unwritten_input;
     status.unwritten_destination = unwritten_destination;

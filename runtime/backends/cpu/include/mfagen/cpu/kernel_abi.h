@@ -96,6 +96,12 @@ uint32_t __mf_tensor_layout_seed(void);
 // Undefined behaviour of a tensor operation (a detector finding at the caller):
 // `what` names it; `a` and `b` are numbers it mentions (or ~0u).
 void __mf_tensor_finding(const char* what, uint32_t a, uint32_t b);
+// Traffic of an emulated operation counted as the GPU moves it: while the
+// calling thread's reads are paused (1) they are checked by the detectors
+// but not added to the byte counters; __mf_traffic_add adds `bytes` read at
+// `operand`'s memory (threadgroup or the device buffer holding it) instead.
+void __mf_traffic_pause(uint32_t paused);
+void __mf_traffic_add(const void* operand, uint64_t bytes);
 // Profiling compiles: the calling thread's block counters of `function`
 // (an index into __mf_profile_functions), one uint32_t per counted block.
 uint32_t* __mf_profile_counters(uint32_t function);
