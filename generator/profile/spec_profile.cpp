@@ -179,7 +179,9 @@ KernelWork profile_entry(const session::SpecLibrary& set, const KernelEntry& ent
   if (entry.info.mask_mod) profile.unsampled_entries = {entry.entries.front()};  // the block classes, whole
   // Launches whose threadgroups differing only in y do alike work are
   // sampled across y (cpu::ProfileOptions::y_alike_entries): a planned
-  // batch's work items are the same for every q head (grid (items, Hq)), a
+  // batch's work items are the same for every q head (grid (items, Hq); a
+  // packed decode item's y are equal key slices, the last one shorter, so
+  // its sampled counts are exact up to that shorter slice), a
   // split-K decode's splits the same for every kv head (grid (splits, Hkv x
   // row blocks, B)) and its combine the same for every q head.
   if (entry.info.planned_batches && call.batch_plan) profile.y_alike_entries = {dispatch.launches.front().entry};
