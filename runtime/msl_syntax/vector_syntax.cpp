@@ -89,9 +89,21 @@ class VectorSyntaxLowering {
     for (size_t j = open + 1; j < close; ++j) {
       if (v_.is(j, "(") || v_.is(j, "[") || v_.is(j, "{")) ++depth;
       if (v_.is(j, ")") || v_.is(j, "]") || v_.is(j, "}")) --depth;
-      if (depth == 0 && v_.is_identifier(j) && v_.is_identifier(j + 1)) return;
+      if (depth != 0) continue;
+      if (v_.is_identifier(j) && v_.is_identifier(j + 1)) return;
+      // An unnamed parameter (`float2 f(float, device int*);`): a type name
+      // that is not a functional cast.
+      if (names_a_type(v_.text(j)) && !v_.is(j + 1, "(")) return;
     }
     v_.replace(open, fmt::format("= ::metal::__mf_vec_ctor<{}>(", v_.text(k)));
+  }
+
+  static bool names_a_type(std::string_view t) {
+    static const std::set<std::string_view> names = {"bool",   "char",     "uchar",  "short",  "ushort",
+                                                     "int",    "uint",     "long",   "ulong",  "half",
+                                                     "float",  "bfloat",   "void",   "const",  "device",
+                                                     "thread", "constant", "threadgroup", "unsigned", "signed"};
+    return names.contains(t) || is_vector_type_name(t);
   }
 
   // metal::vec<T, N>(...) and (vec<T, N>)x, the template spelling of vectors.

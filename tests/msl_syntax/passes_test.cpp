@@ -66,6 +66,7 @@ TEST(VectorSyntax, DirectInitializedVariablesTakeTheConstructor) {
                            "void f(ushort n, ushort m) { ushort2 origin(n, m); const uint3 s(n % 2, min(n, m), 1);\n"
                            "  idx2 t(n, 0); float4 v = float4(1); }\n"
                            "float2 g(float x);\nfloat2 h(const float x) { return x; }\nhalf2 k();\n"
+                           "float4 p(float, device int*);\nuint2 q(half2);\n"
                            "typedef float float2_like __attribute__((aligned(8)));\n");
   EXPECT_THAT(out.text, HasSubstr("ushort2 origin= ::metal::__mf_vec_ctor<ushort2>(n, m);"));
   EXPECT_THAT(out.text, HasSubstr("uint3 s= ::metal::__mf_vec_ctor<uint3>(n % 2, min(n, m), 1);"));
@@ -73,6 +74,8 @@ TEST(VectorSyntax, DirectInitializedVariablesTakeTheConstructor) {
   EXPECT_THAT(out.text, HasSubstr("float2 g(float x);")) << "a function declarator";
   EXPECT_THAT(out.text, HasSubstr("float2 h(const float x) {"));
   EXPECT_THAT(out.text, HasSubstr("half2 k();"));
+  EXPECT_THAT(out.text, HasSubstr("float4 p(float, device int*);")) << "unnamed parameters";
+  EXPECT_THAT(out.text, HasSubstr("uint2 q(half2);"));
   EXPECT_TRUE(out.problems.empty());
 }
 
