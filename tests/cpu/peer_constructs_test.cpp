@@ -295,5 +295,24 @@ TEST(PeerConstructs, FloatScalarTimesHalfVectorConvertsTheScalar) {
   EXPECT_EQ(out[7], -1.5f);
 }
 
+// Two kernel templates of one name (MLX's block_masked_gemm): each explicit
+// instantiation takes the overload its template arguments name, with that
+// overload's parameter list.
+TEST(PeerConstructs, OverloadedKernelTemplatesAreToldApartByTheirArguments) {
+  auto module = compile_constructs();
+  std::vector<float> out(2, 0.0f);
+  std::vector<uint16_t> mask = {0x4000};  // half 2.0
+  auto result = run(*module, "overloaded_typed_mask", {1, 1, 1}, {1, 1, 1}, {bind(0, out), bind(1, mask)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{1.0f, 6.0f}));
+  int unused = 0;
+  for (auto [entry, scale] : {std::pair{"overloaded_values", 5.0f}, std::pair{"overloaded_values_twice", 10.0f}}) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    result = run(*module, entry, {1, 1, 1}, {1, 1, 1}, {bind(0, out), bind_scalar(2, unused)});
+    EXPECT_TRUE(IsClean(result)) << entry;
+    EXPECT_EQ(out, (std::vector<float>{2.0f, scale})) << entry;
+  }
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

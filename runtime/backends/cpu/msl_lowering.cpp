@@ -261,7 +261,11 @@ class Lowering {
       if (k > 0 && is(k - 1, ">")) {
         // template <...> kernel void NAME(...): entry points come from its
         // explicit instantiations `template [[host_name("x")]] [[kernel]] ...`.
-        templates_[std::string(text(start + 1))] = TemplateKernel{start + 1, close, scope, template_parameters(k - 1)};
+        // Overloads of one name are kept apart (MLX's steel_gemm_masked.h has
+        // two block_masked_gemm templates); an instantiation picks by its
+        // template arguments (template_for).
+        templates_[std::string(text(start + 1))].push_back(
+            TemplateKernel{start + 1, close, scope, template_parameters(k - 1), type_parameters(k - 1)});
       } else {
         kernels_.push_back(build_kernel(start + 1, close, scope, std::string(text(start + 1)), ""));
       }
@@ -318,6 +322,56 @@ class Lowering {
     return names;
   }
 
+  // Whether each template parameter of the list closing at `close` is a
+  // type (`typename T`, `class T`) rather than a value (`int BM`).
+  std::vector<bool> type_parameters(size_t close) const {
+    int depth = 0;
+    size_t open = close;
+    for (; open > 0; --open) {
+      if (is(open, ">")) ++depth;
+      if (is(open, "<") && --depth == 0) break;
+    }
+    std::vector<bool> kinds;
+    depth = 0;
+    bool type = false;
+    for (size_t j = open + 1; j < close; ++j) {
+      if (is(j, "<") || is(j, "(")) ++depth;
+      if (is(j, ">") || is(j, ")")) --depth;
+      if (depth == 0 && (is(j, "typename") || is(j, "class"))) type = true;
+      if (depth == 0 && is_identifier(j) && (is(j + 1, ",") || j + 1 == close || is(j + 1, "="))) {
+        kinds.push_back(type);
+        type = false;
+      }
+    }
+    return kinds;
+  }
+
+  // The overload of a templated kernel that explicit template arguments
+  // name: as many parameters as arguments, each argument a value where the
+  // parameter is one (a number or true/false) and a type where it is a type;
+  // else one with more parameters whose first ones match (defaults); else the
+  // last definition.
+  const auto& template_for(const std::string& name, const std::vector<std::string>& args) const {
+    const std::vector<TemplateKernel>& overloads = templates_.at(name);
+    auto is_value = [](const std::string& a) {
+      const size_t first = a.find_first_not_of(" \t\n");
+      const std::string t = first == std::string::npos ? std::string() : a.substr(first);
+      return t.empty() || std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '-' || t.starts_with("true") ||
+             t.starts_with("false");
+    };
+    auto kinds_match = [&](const TemplateKernel& t) {
+      if (t.type_parameters.size() < args.size()) return false;
+      for (size_t i = 0; i < args.size(); ++i)
+        if (t.type_parameters[i] == is_value(args[i])) return false;
+      return true;
+    };
+    for (const TemplateKernel& t : overloads)
+      if (t.type_parameters.size() == args.size() && kinds_match(t)) return t;
+    for (const TemplateKernel& t : overloads)
+      if (kinds_match(t)) return t;
+    return overloads.back();
+  }
+
   // template [[host_name("x")]] [[kernel]] decltype(NAME<ARGS>) NAME<ARGS>;
   void lower_instantiation(size_t begin, size_t kernel_attribute, size_t after_attributes) {
     std::string host_name;
@@ -345,12 +399,11 @@ class Lowering {
       while (open < semi && !(templates_.contains(std::string(text(open))) && is(open + 1, "("))) ++open;
       if (open == semi || matching(open + 1) + 1 != semi)
         fail(begin, fmt::format("kernel '{}' instantiates no templated kernel defined before it", host_name));
-      const TemplateKernel& t = templates_.at(std::string(text(open)));
+      const TemplateKernel& t = templates_.at(std::string(text(open))).back();
       kernels_.push_back(build_kernel(open, matching(open + 1), t.scope, host_name, std::string(text(open)), true));
       for (size_t j = begin; j <= semi; ++j) replace(j, "");
       return;
     }
-    const TemplateKernel& t = templates_.at(std::string(text(name)));
     size_t args_close = matching(name + 1);
     std::vector<std::string> args;
     size_t arg_begin = name + 2;
@@ -363,6 +416,7 @@ class Lowering {
         arg_begin = j + 1;
       }
     }
+    const TemplateKernel& t = template_for(std::string(text(name)), args);
     std::string callee = lowered_text(name, args_close + 1);
     for (size_t i = 0; i < t.parameters.size() && i < args.size(); ++i) substitutions_[t.parameters[i]] = args[i];
     kernels_.push_back(build_kernel(t.name_token, t.close, t.scope, host_name, callee));
@@ -723,8 +777,9 @@ class Lowering {
     size_t name_token, close;
     std::vector<std::string> scope;
     std::vector<std::string> parameters;
+    std::vector<bool> type_parameters;  // per parameter: a type (typename/class), not a value
   };
-  std::map<std::string, TemplateKernel> templates_;
+  std::map<std::string, std::vector<TemplateKernel>> templates_;  // overloads in definition order
   std::map<std::string, std::string> substitutions_;  // template parameter -> argument text
   std::vector<std::pair<size_t, size_t>> kernel_bodies_;
   std::vector<FunctionConstant> function_constants_;

@@ -455,3 +455,23 @@ kernel void scalar_literal_times_half_vector(device float* out [[buffer(0)]]) {
   out[0] = hy[0].x, out[1] = hy[0].y, out[2] = hy[1].x, out[3] = hy[1].y;
   out[4] = fy[0].x, out[5] = fy[0].y, out[6] = fy[1].x, out[7] = fy[1].y;
 }
+
+// MLX's steel_gemm_masked.h: two kernel templates of one name, told apart by
+// their template parameters (block_masked_gemm<T, out_mask_t, op_mask_t, BM,
+// ...> and block_masked_gemm<T, BM, ...>), each instantiated by name.
+// out[0] = the overload's mark, out[1] = the scale it was given.
+template <typename T, typename M, int Scale>
+[[kernel]] void overloaded_kernel(device T* out [[buffer(0)]], const device M* mask [[buffer(1)]]) {
+  out[0] = T(1);
+  out[1] = T(Scale) * T(mask[0]);
+}
+template <typename T, int Scale, bool Twice = false>
+[[kernel]] void overloaded_kernel(device T* out [[buffer(0)]], const constant int& unused [[buffer(2)]]) {
+  out[0] = T(2);
+  out[1] = T(Twice ? 2 * Scale : Scale);
+}
+template [[host_name("overloaded_typed_mask")]] [[kernel]] decltype(overloaded_kernel<float, half, 3>)
+    overloaded_kernel<float, half, 3>;
+template [[host_name("overloaded_values")]] [[kernel]] decltype(overloaded_kernel<float, 5>) overloaded_kernel<float, 5>;
+template [[host_name("overloaded_values_twice")]] [[kernel]] decltype(overloaded_kernel<float, 5, true>)
+    overloaded_kernel<float, 5, true>;
