@@ -28,14 +28,7 @@ void check_options(const AttentionOptions& o) {
 
 CallRequest request_for(const CallLayout& geometry, const AttentionInputs& in, const AttentionOptions& o,
                         KvFormat kv_format) {
-  CallRequest r;
-  r.batch = geometry.shape.batch;
-  r.head_dim = geometry.head_dim;
-  r.head_dim_v = geometry.head_dim_v;
-  r.heads_q = geometry.shape.heads_q;
-  r.heads_kv = geometry.shape.heads_kv;
-  r.seq_q = geometry.shape.seq_q;
-  r.seq_k = geometry.shape.seq_k;
+  CallRequest r = request_with_shape(geometry);
   r.varlen = packed_queries(in.layout);
   r.paged = paged_keys(in.layout);
   r.kv_format = kv_format;

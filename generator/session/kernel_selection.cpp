@@ -7,6 +7,18 @@
 
 
 namespace mfagen::session {
+
+CallRequest request_with_shape(const CallLayout& geometry) {
+  CallRequest r;
+  r.batch = geometry.shape.batch;
+  r.head_dim = geometry.head_dim;
+  r.head_dim_v = geometry.head_dim_v;
+  r.heads_q = geometry.shape.heads_q;
+  r.heads_kv = geometry.shape.heads_kv;
+  r.seq_q = geometry.shape.seq_q;
+  r.seq_k = geometry.shape.seq_k;
+  return r;
+}
 namespace {
 
 std::string describe_kernel(const KernelEntry& k) {

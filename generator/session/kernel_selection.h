@@ -13,6 +13,7 @@
 
 #include "mfagen/library.h"
 #include "session/call_error.h"
+#include "session/call_layout.h"
 #include "spec/kernel_spec.h"
 
 namespace mfagen::session {
@@ -30,6 +31,10 @@ struct CallRequest {
   std::optional<spec::Causal> causal;
   std::string describe() const;
 };
+
+// A request with a call's shape (batch, heads, lengths, head dims); the
+// caller adds the features.
+CallRequest request_with_shape(const CallLayout& geometry);
 
 // The selected kernel among those `device` can run (default: every kernel,
 // as the cpu backend emulates; `mfagen run` passes its backend's

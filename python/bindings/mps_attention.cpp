@@ -107,14 +107,7 @@ py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle
   const session::CallLayout geometry =
       session::call_layout(session::TensorLayout::dense, {q.name, q.shape}, {k.name, k.shape}, {v.name, v.shape}, {});
 
-  session::CallRequest request;
-  request.batch = geometry.shape.batch;
-  request.head_dim = geometry.head_dim;
-  request.head_dim_v = geometry.head_dim_v;
-  request.heads_q = geometry.shape.heads_q;
-  request.heads_kv = geometry.shape.heads_kv;
-  request.seq_q = geometry.shape.seq_q;
-  request.seq_k = geometry.shape.seq_k;
+  session::CallRequest request = session::request_with_shape(geometry);
   request.has_mask = !call.mask.is_none();
   request.softcap = call.softcap.has_value();
   request.window = call.window_left || call.window_right;
