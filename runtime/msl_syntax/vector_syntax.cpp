@@ -99,11 +99,9 @@ class VectorSyntaxLowering {
   }
 
   static bool names_a_type(std::string_view t) {
-    static const std::set<std::string_view> names = {"bool",   "char",     "uchar",  "short",  "ushort",
-                                                     "int",    "uint",     "long",   "ulong",  "half",
-                                                     "float",  "bfloat",   "void",   "const",  "device",
-                                                     "thread", "constant", "threadgroup", "unsigned", "signed"};
-    return names.contains(t) || is_vector_type_name(t);
+    static const std::set<std::string_view> qualifiers = {"void", "const", "device", "thread", "constant",
+                                                          "threadgroup"};
+    return qualifiers.contains(t) || is_scalar_type_name(t) || is_vector_type_name(t);
   }
 
   // metal::vec<T, N>(...) and (vec<T, N>)x, the template spelling of vectors.
@@ -231,6 +229,14 @@ bool is_vector_type_name(std::string_view name) {
       for (int n = 2; n <= 4; ++n) out.insert(fmt::format("{}{}", base, n));
     return out;
   }();
+  return names.contains(name);
+}
+
+bool is_scalar_type_name(std::string_view name) {
+  static const std::set<std::string_view> names = {
+      "bool",    "char",     "uchar",   "short",    "ushort",   "int",      "uint",     "long",
+      "ulong",   "half",     "float",   "bfloat",   "int8_t",   "uint8_t",  "int16_t",  "uint16_t",
+      "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t",   "unsigned", "signed"};
   return names.contains(name);
 }
 

@@ -26,12 +26,6 @@ const std::map<std::string_view, std::string_view> kAddressSpaces = {
     // const T (llama.cpp passes `constant float[]` tables to `constant float*`).
     {"device", "__global"}, {"constant", "const __constant"}, {"threadgroup", "__local"}, {"thread", ""}};  // see thread_points_to
 
-// Scalar types: a [[buffer]] parameter of one by value lacks its pointer.
-const std::set<std::string_view> kScalarTypeNames = {
-    "bool",    "char",     "uchar",   "short",    "ushort",   "int",      "uint",   "long",    "ulong",
-    "half",    "float",    "bfloat",  "int8_t",   "uint8_t",  "int16_t",  "uint16_t", "int32_t", "uint32_t",
-    "int64_t", "uint64_t", "size_t",  "unsigned", "signed"};
-
 // Function constant types as a host names them: int32_t is int (llama.cpp
 // declares `constant int32_t FC_... [[function_constant(i)]]`).
 std::string canonical_scalar(std::string_view type) {
@@ -551,7 +545,7 @@ class Lowering {
         // A scalar or vector is none (the type's last name: not a template
         // argument): it is a value that needs a pointer.
         const std::string_view last_name = name > begin ? text(name - 1) : std::string_view();
-        const bool named_value_type = kScalarTypeNames.contains(last_name) || msl::is_vector_type_name(last_name);
+        const bool named_value_type = msl::is_scalar_type_name(last_name) || msl::is_vector_type_name(last_name);
         const bool handle = param.space == AddressSpace::none && !pointer && !param.is_reference && !named_value_type;
         if (!handle && param.space != AddressSpace::device && param.space != AddressSpace::constant)
           fail(j, fmt::format("[[buffer]] parameter '{}' must point to device or constant memory", param.name));

@@ -23,6 +23,9 @@ namespace mfagen::msl {
 
 // float2..float4, half2.., bfloat2.., int2.., ..., bool4.
 bool is_vector_type_name(std::string_view name);
+// bool, char .. ulong, half, float, bfloat, the <cstdint> names, size_t,
+// unsigned, signed.
+bool is_scalar_type_name(std::string_view name);
 
 // Vector syntax the rewrite leaves as written. Each lowering decides what
 // that means: an error for the cpu backend (the text would not run as Metal
