@@ -478,21 +478,7 @@ PYBIND11_MODULE(_mfagen, m) {
 #ifdef MFAGEN_TORCH_MPS_BRIDGE
   // "pytorch" on macOS (PyTorch's MPS stream), "stand-in" elsewhere (tests' stand-in MPS device); None: not built.
   m.attr("mps_bridge") = MFAGEN_TORCH_MPS_BRIDGE;
-  m.def("mps_attention",
-        [](const std::string& spec, py::handle q, py::handle k, py::handle v, py::object mask, py::object d_out,
-           py::object out, py::object lse, std::optional<double> scale, std::optional<double> softcap,
-           std::optional<int64_t> window_left, std::optional<int64_t> window_right, std::optional<double> dropout,
-           uint64_t seed, uint32_t offset, py::object empty_strided) {
-          python::MpsCall call{mask, d_out, out, lse, scale, softcap, dropout, window_left, window_right, seed,
-                               offset, empty_strided};
-          return python::mps_attention(python::jit(), spec, q, k, v, call);
-        },
-        py::arg("spec"), py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(), py::arg("mask") = py::none(),
-        py::arg("d_out") = py::none(), py::arg("out") = py::none(), py::arg("lse") = py::none(),
-        py::arg("scale") = py::none(), py::arg("softcap") = py::none(), py::arg("window_left") = py::none(),
-        py::arg("window_right") = py::none(), py::arg("dropout") = py::none(), py::arg("seed") = 0,
-        py::arg("offset") = 0, py::arg("empty_strided"),
-        "Encodes one attention call on MPS tensors onto PyTorch's current MPS stream (no commit, no copy).");
+  python::add_mps_attention(m, python::jit());
 #else
   m.attr("mps_bridge") = py::none();
 #endif

@@ -9,10 +9,12 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "io/npy.h"
 #include "mfagen/metal_backend.h"
+#include "mps_inputs.h"
 #include "mps_tensor.h"
 #include "plan/kernel_plan.h"
 #include "session/call_error.h"
@@ -67,8 +69,6 @@ MpsTensor allocate(const MpsCall& call, const std::string& name, const std::vect
   return mps_tensor(call.empty_strided(py::cast(shape), py::cast(strides), dtype_name(dtype)), name);
 }
 
-std::vector<uint64_t> lse_shape_of(const MpsTensor& q) { return {q.shape[0], q.shape[1], q.shape[2]}; }
-
 // Runs `work` on the stream's serial queue (as PyTorch's MPS ops encode),
 // carrying an exception out of it (none may cross dispatch_sync_f).
 template <class Work>
@@ -88,6 +88,64 @@ void on_stream_queue(at::mps::MPSStream* stream, Work work) {
   if (context.error) std::rethrow_exception(context.error);
 }
 
+// An optional tensor argument: None, or the MPS tensor named `name`.
+std::optional<MpsTensor> optional_tensor(const py::object& object, const std::string& name) {
+  if (object.is_none()) return std::nullopt;
+  return mps_tensor(object, name);
+}
+
+// The tensors a call reads beyond q, k and v, checked by their metadata
+// (mps_inputs.h), with the runtime values they set; bound once the kernel's
+// plan is known. A tensor the selected kernel does not read is refused by
+// the selection (the request names it).
+struct OptionalInputs {
+  std::optional<MpsTensor> mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k;
+
+  explicit OptionalInputs(const MpsCall& call)
+      : mask(optional_tensor(call.mask, "attn_mask")),
+        alibi_slopes(optional_tensor(call.alibi_slopes, "alibi_slopes")),
+        sinks(optional_tensor(call.sinks, "sinks")),
+        cu_seqlens_q(optional_tensor(call.cu_seqlens_q, "cu_seqlens_q")),
+        cu_seqlens_k(optional_tensor(call.cu_seqlens_k, "cu_seqlens_k")) {}
+
+  // Packed sequences: their sizes from the cu_seqlens' length and the given longest sequences.
+  session::TensorLayout layout(const MpsCall& call, session::SequenceSizes& sizes) const {
+    if (!cu_seqlens_q && !cu_seqlens_k) return session::TensorLayout::dense;
+    if (!cu_seqlens_q || !cu_seqlens_k) throw session::CallError("cu_seqlens_q and cu_seqlens_k go together");
+    if (!call.max_seqlen_q || !call.max_seqlen_k)
+      throw session::CallError("max_seqlen_q, max_seqlen_k: an MPS varlen call gives its longest sequences (the "
+                               "cu_seqlens are not read on the host)");
+    sizes = packed_sizes(*cu_seqlens_q, *cu_seqlens_k, *call.max_seqlen_q, *call.max_seqlen_k);
+    return session::TensorLayout::packed;
+  }
+
+  void request(session::CallRequest& r) const {
+    r.varlen = cu_seqlens_q.has_value();
+    r.has_mask = mask.has_value();
+    r.alibi = alibi_slopes.has_value();
+    r.sinks = sinks.has_value();
+  }
+
+  void bind(const spec::KernelSpec& spec, const AttentionShape& shape, ForwardCall& f, Bindings& bound) const {
+    if (mask) {
+      f.mask_strides = mask_strides(*mask, spec, shape);
+      bound.bind(plan::kMaskIndex, *mask);
+    }
+    if (alibi_slopes) {
+      f.alibi_per_batch = alibi_per_batch(*alibi_slopes, shape);
+      bound.bind(plan::kAlibiIndex, *alibi_slopes);
+    }
+    if (sinks) {
+      check_sinks(*sinks, shape);
+      bound.bind(plan::kSinksIndex, *sinks);
+    }
+    if (cu_seqlens_q) {
+      bound.bind(plan::kCuSeqlensQIndex, *cu_seqlens_q);
+      bound.bind(plan::kCuSeqlensKIndex, *cu_seqlens_k);
+    }
+  }
+};
+
 }  // namespace
 
 py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle q_object, py::handle k_object,
@@ -104,11 +162,14 @@ py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle
     t->layout().check_layout();
     require_in_place(*t, false);
   }
+  const OptionalInputs inputs(call);
+  session::SequenceSizes sizes;
+  const session::TensorLayout layout = inputs.layout(call, sizes);
   const session::CallLayout geometry =
-      session::call_layout(session::TensorLayout::dense, {q.name, q.shape}, {k.name, k.shape}, {v.name, v.shape}, {});
+      session::call_layout(layout, {q.name, q.shape}, {k.name, k.shape}, {v.name, v.shape}, sizes);
 
   session::CallRequest request = session::request_with_shape(geometry);
-  request.has_mask = !call.mask.is_none();
+  inputs.request(request);
   request.softcap = call.softcap.has_value();
   request.window = call.window_left || call.window_right;
   request.dropout = call.dropout.has_value();
@@ -118,9 +179,10 @@ py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle
 
   ForwardCall f;
   geometry.apply_to(f);
-  f.strides.q = session::strides3(q.strides, false);
-  f.strides.k = session::strides3(k.strides, false);
-  f.strides.v = session::strides3(v.strides, false);
+  const bool packed = session::packed_queries(layout);
+  f.strides.q = session::strides3(q.strides, packed);
+  f.strides.k = session::strides3(k.strides, packed);
+  f.strides.v = session::strides3(v.strides, packed);
   f.scale = call.scale.value_or(0);
   f.softcap = call.softcap.value_or(0);
   f.window_left = call.window_left.value_or(-1);
@@ -134,16 +196,7 @@ py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle
   bound.bind(plan::kQIndex, q);
   bound.bind(plan::kKIndex, k);
   bound.bind(plan::kVIndex, v);
-  std::optional<MpsTensor> mask;
-  if (!call.mask.is_none()) {
-    mask = mps_tensor(call.mask, "attn_mask");
-    if (spec.mask != spec::MaskKind::boolean)
-      not_served("attn_mask: an additive (float) mask is not served on MPS: its values are checked on the host "
-                 "(NaN, +inf), which would wait for the GPU; pass a bool mask");
-    // A bool mask is bound as it is (broadcast dimensions keep stride 0): its layout alone is checked.
-    f.mask_strides = session::mask_buffer(mask->layout(), spec, geometry.shape).strides;
-    bound.bind(plan::kMaskIndex, *mask);
-  }
+  inputs.bind(spec, geometry.shape, f, bound);
   LaunchPlan plan;
   try {
     Library::launch_plan(entry, f, plan);
@@ -191,6 +244,11 @@ py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle
       bound.bind(index, g);
       result[py::str(name)] = g.object;
     }
+    if (spec.sinks) {  // written whole by the backward's _dsinks launch
+      const MpsTensor d_sinks = allocate(call, "d_sinks", {geometry.shape.heads_q}, {1}, session::HostDType::float32);
+      bound.bind(plan::kDSinksIndex, d_sinks);
+      result["d_sinks"] = d_sinks.object;
+    }
   }
   // Scratch (decode partials, the backward's row sums): tensors of the
   // call's device, released to PyTorch's allocator after the call, which
@@ -213,6 +271,30 @@ py::dict mps_attention(JitKernels& jit, const std::string& spec_json, py::handle
                    bound.buffers, bound.offsets);
   });
   return result;
+}
+
+void add_mps_attention(py::module_& m, JitKernels& jit) {
+  m.def(
+      "mps_attention",
+      [&jit](const std::string& spec, py::handle q, py::handle k, py::handle v, py::object mask,
+             py::object alibi_slopes, py::object sinks, py::object cu_seqlens_q, py::object cu_seqlens_k,
+             std::optional<int64_t> max_seqlen_q, std::optional<int64_t> max_seqlen_k, py::object d_out,
+             py::object out, py::object lse, std::optional<double> scale, std::optional<double> softcap,
+             std::optional<int64_t> window_left, std::optional<int64_t> window_right, std::optional<double> dropout,
+             uint64_t seed, uint32_t offset, py::object empty_strided) {
+        MpsCall call{mask, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, d_out, out, lse,
+                     scale, softcap, dropout, window_left, window_right, max_seqlen_q, max_seqlen_k,
+                     seed, offset, empty_strided};
+        return mps_attention(jit, spec, q, k, v, call);
+      },
+      py::arg("spec"), py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(), py::arg("mask") = py::none(),
+      py::arg("alibi_slopes") = py::none(), py::arg("sinks") = py::none(), py::arg("cu_seqlens_q") = py::none(),
+      py::arg("cu_seqlens_k") = py::none(), py::arg("max_seqlen_q") = py::none(),
+      py::arg("max_seqlen_k") = py::none(), py::arg("d_out") = py::none(), py::arg("out") = py::none(),
+      py::arg("lse") = py::none(), py::arg("scale") = py::none(), py::arg("softcap") = py::none(),
+      py::arg("window_left") = py::none(), py::arg("window_right") = py::none(), py::arg("dropout") = py::none(),
+      py::arg("seed") = 0, py::arg("offset") = 0, py::arg("empty_strided"),
+      "Encodes one attention call on MPS tensors onto PyTorch's current MPS stream (no commit, no copy).");
 }
 
 }  // namespace mfagen::python

@@ -40,7 +40,7 @@ import math
 
 import torch
 
-from . import _kernels
+from . import _kernels, _mps
 from .torch import _check_attention_tensors, _check_tensor, _refuse_second_order
 
 __all__ = [
@@ -59,8 +59,8 @@ class _FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, sinks, variant, options, tensors):
-        if sinks is not None:
-            options = dict(options, sinks=sinks.tolist())
+        if sinks is not None:  # the cpu path takes the logits' values; MPS binds the tensor (no host read)
+            options = dict(options, sinks=sinks.contiguous() if _mps.is_mps(q) else sinks.tolist())
         result = _kernels.run(_kernels.spec_text(kind="forward", **variant), q, k, v, **tensors, **options)
         out = _kernels.tensor(result["out"], q.dtype)
         lse = _kernels.tensor(result["lse"], torch.float32)
@@ -76,7 +76,9 @@ class _FlashAttention(torch.autograd.Function):
         result = _kernels.run(_kernels.spec_text(kind="backward", **ctx.variant), q, k, v, d_out=d_out.contiguous(),
                               out=out, lse=lse, **ctx.tensors, **ctx.options)
         dq, dk, dv = (_kernels.tensor(result[name], q.dtype) for name in ("dq", "dk", "dv"))
-        d_sinks = torch.tensor(result["d_sinks"], dtype=torch.float32) if "d_sinks" in result else None
+        d_sinks = result.get("d_sinks")
+        if d_sinks is not None and not isinstance(d_sinks, torch.Tensor):  # the cpu path's list
+            d_sinks = torch.tensor(d_sinks, dtype=torch.float32)
         return dq, dk, dv, d_sinks, None, None, None
 
 
@@ -158,6 +160,8 @@ def _check_sinks(sinks, heads):
         raise TypeError(f"sinks: dtype {sinks.dtype}; expected torch.float32 (one logit per query head)")
     if sinks.shape != (heads,):
         raise ValueError(f"sinks: shape {tuple(sinks.shape)}; expected ({heads},), one logit per query head")
+    if _mps.is_mps(sinks):  # its values are checked on the device (mfagen._mps): no host read
+        return
     if torch.isnan(sinks).any() or (sinks == float("inf")).any():
         raise ValueError("sinks: holds NaN or +inf; expected finite logits (or -inf: a head without a sink)")
 
@@ -211,6 +215,10 @@ def _check_cu_seqlens(name, cu, total, max_seqlen, max_name):
     _check_tensor(name, cu)
     if cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 2:
         raise ValueError(f"{name}: {cu.dtype} of shape {tuple(cu.shape)}; expected int32 (batch + 1,) offsets")
+    if _mps.is_mps(cu):  # no host read: the offsets are checked on the device against max_seqlen (mfagen._mps)
+        if not isinstance(max_seqlen, int) or max_seqlen < 1:
+            raise ValueError(f"{max_name}: {max_seqlen!r}; expected an int >= the longest sequence (at least 1)")
+        return
     values = cu.tolist()
     if values[0] != 0 or values[-1] != total or any(b < a for a, b in zip(values, values[1:])):
         raise ValueError(f"{name}: {values}; expected non-decreasing offsets from 0 to {total} (the packed rows)")
@@ -238,6 +246,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if q.shape[0] == 0 or k.shape[0] == 0:
         raise NotImplementedError("q, k: no packed rows; empty batches are not served")
     tensors = dict(cu_seqlens_q=cu_seqlens_q.contiguous(), cu_seqlens_k=cu_seqlens_k.contiguous())
+    if _mps.is_mps(q):  # the grid's lengths, as flash-attn takes them (the cpu path reads them from cu_seqlens)
+        tensors.update(max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k)
     out, lse = _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
                     tensors, varlen=True, sinks=sinks)
     return _result(out, lse, return_attn_probs)
@@ -248,6 +258,8 @@ def _varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     """flash_attn_varlen_func with block_table: packed q (total_q, H, D) against paged caches (num_pages,
     page_size, Hk, D); sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys, in the pages of block_table[b].
     One launch for the whole batch (a serving step's prefill chunks and decodes); forward only."""
+    if _mps.is_mps(q):
+        raise _mps.not_served("block_table", "a paged cache (its block table and lengths are checked on the host)")
     _check_common(q, q, q, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 3)
     _check_sinks(sinks, q.shape[1])
     if dropout_p > 0:
@@ -381,6 +393,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     ``v_scale``), with k_cache and v_cache their raw stored rows: contiguous uint8 tensors whose last axis is
     a row's bytes. New k and v are quantized on write, in place, by mfagen's cache_append kernel (q8_0 and
     q4_0 as llama.cpp's quantize_row_*_ref, fp8 to the nearest code of x / scale, saturating at 448)."""
+    if _mps.is_mps(q):
+        raise _mps.not_served("k_cache", "flash_attn_with_kvcache (appending at cache_seqlens, paged and quantized "
+                                         "caches read their lengths and tables on the host)")
     if kv_dtype is None:
         _check_common(q, k_cache, v_cache, 0.0, softmax_scale, window_size, softcap, alibi_slopes, False, 4)
         dim_v = v_cache.shape[-1]

@@ -29,9 +29,11 @@ CPU tensors run on the cpu backend, an emulator of the generated Metal
 kernels: correct, not fast. MPS tensors run through the Metal bridge
 (mfagen._mps): the Metal backend encodes the kernels onto PyTorch's current
 MPS stream with the tensors' own buffers, without copies or a host wait; it
-serves dense calls with bool or no masks (forward and backward) and raises
-NotImplementedError naming the argument for the rest (additive masks, a
-last dimension of stride != 1, flex_attention). One call's tensors share a
+serves dense calls with bool, additive or no masks (forward and backward;
+a float mask holding NaN or +inf makes the call's results NaN there instead
+of the cpu path's ValueError, see mfagen._mps) and raises NotImplementedError
+naming the argument for the rest (a last dimension of stride != 1,
+flex_attention). One call's tensors share a
 device (ValueError otherwise). Bad inputs raise ValueError or TypeError naming
 the argument before any kernel runs; what mfagen does not serve raises
 NotImplementedError naming the argument, so callers can fall back.
@@ -119,9 +121,6 @@ def _check_inputs(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
     if attn_mask is not None:
         _check_tensor("attn_mask", attn_mask)
         _check_same_device("attn_mask", attn_mask, "query", query)
-        if _mps.is_mps(attn_mask) and attn_mask.dtype != torch.bool:
-            raise NotImplementedError("attn_mask: an additive (float) mask is not served on MPS tensors by the Metal "
-                                      "bridge (its values are checked on the host for NaN and +inf); pass a bool mask")
         if attn_mask.dtype != torch.bool and attn_mask.dtype != query.dtype:
             raise TypeError(f"attn_mask: dtype {attn_mask.dtype}; expected torch.bool or query's dtype {query.dtype}")
         target = tuple(query.shape[:-1]) + (key.shape[-2],)
@@ -183,7 +182,7 @@ def _mask_gradient(q, k, v, mask, out, lse, d_out, scale, dropout, seed):
     weights = torch.nan_to_num(weights, nan=0.0)
     d_weights = d_out.float() @ values.transpose(-2, -1)
     if dropout > 0:
-        keep = _philox.dropout_keep_mask(dropout, seed, *weights.shape)
+        keep = _philox.dropout_keep_mask(dropout, seed, *weights.shape).to(weights.device)  # made on the host
         d_weights = d_weights * keep / (1.0 - dropout)
     rows = (d_out.float() * out.float()).sum(dim=-1, keepdim=True)
     return (weights * (d_weights - rows)).sum_to_size(mask.shape).to(mask.dtype)

@@ -11,7 +11,12 @@ read of MPS data waits on a Mac), and a fresh result is moved into a new
 stand-in buffer, so results stay "on the device". New allocations
 (new_empty*, empty_like) are filled with 0xFF bytes (NaN): what no kernel
 wrote stands out. ``synchronize()`` commits the stream's command buffer and
-waits, as ``torch.mps.synchronize()``. Nothing here runs on a GPU."""
+waits, as ``torch.mps.synchronize()``. ``host_reads()`` counts the ops that
+bring a stand-in tensor's values to the host (``item``, ``tolist``, ``bool``,
+``cpu``, ...): on a Mac each of those waits for the stream, so a call that
+must not wait is checked by this count not moving (an eager stand-in op may
+have to commit the stream first; a Mac would only encode it). Nothing here
+runs on a GPU."""
 
 import torch
 
@@ -26,6 +31,10 @@ _NO_READ = {"dim", "size", "stride", "storage_offset", "element_size", "numel", 
             "dtype", "shape", "requires_grad", "is_sparse", "layout", "grad_fn", "is_leaf", "grad", "_base",
             "__len__", "__hash__", "__eq__", "names", "ndim", "_version", "is_nested"}
 _ALLOCATIONS = {"new_empty", "new_empty_strided", "empty_like"}
+# Ops whose result is host data (Python values, a CPU tensor, a repr): on a Mac, a wait for the stream.
+_HOST_READS = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy", "cpu", "__repr__",
+               "__format__", "__array__", "__iter__"}
+_host_reads = 0
 
 
 def _on_new_buffer(shape, stride, dtype, values=None):
@@ -62,6 +71,10 @@ def stats():
     return standin.stats()
 
 
+def host_reads():
+    return _host_reads
+
+
 class StandInMpsTensor(torch.Tensor):
     @property
     def device(self):
@@ -74,6 +87,13 @@ class StandInMpsTensor(torch.Tensor):
     def new_empty(self, size, dtype=None, **_):
         return _on_new_buffer(tuple(size), torch.empty(tuple(size)).stride(), dtype or self.dtype)
 
+    def masked_fill_(self, mask, value):
+        # In stream order after the kernels encoded before it (mfagen._mps turns results to NaN this way), also
+        # inside autograd's backward, where __torch_function__ does not run and so would not synchronize.
+        synchronize()
+        with torch._C.DisableTorchFunction():
+            return torch.Tensor.masked_fill_(self, mask, value)
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -85,6 +105,9 @@ class StandInMpsTensor(torch.Tensor):
             if name == "empty_like":
                 shape, stride = like.shape, like.stride() if like.is_contiguous() else torch.empty(like.shape).stride()
             return _on_new_buffer(tuple(shape), tuple(stride), kwargs.get("dtype") or like.dtype)
+        if name in _HOST_READS:
+            global _host_reads
+            _host_reads += 1
         if name not in _NO_READ:
             synchronize()
         with torch._C.DisableTorchFunction():
