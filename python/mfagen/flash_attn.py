@@ -33,7 +33,13 @@ sinks, (H,) float32, with a gradient). ``flash_attn_varlen_func`` with
 
 Gradients flow to q, k and v through mfagen's backward kernels. CPU tensors run
 on the cpu backend, an emulator of the generated Metal kernels: correct, not
-fast. Anything not served raises NotImplementedError naming the argument.
+fast. MPS tensors run through the Metal bridge (mfagen._mps) for
+``flash_attn_func`` (and its packed forms) and ``flash_attn_varlen_func`` with
+every argument above, without a host read: ``max_seqlen_q/k`` set the grid,
+and values the cpu path refuses with a ValueError (non-finite slopes, NaN
+sinks, bad cu_seqlens) make the call's results NaN there; ``block_table`` and
+``flash_attn_with_kvcache`` are not served on MPS. Anything not served raises
+NotImplementedError naming the argument.
 """
 
 import math
