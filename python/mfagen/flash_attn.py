@@ -47,7 +47,7 @@ import math
 import torch
 
 from . import _kernels, _mps
-from .torch import _check_attention_tensors, _check_tensor, _refuse_second_order
+from .torch import _check_attention_tensors, _check_same_device, _check_tensor, _refuse_second_order
 
 __all__ = [
     "flash_attn_func",
@@ -111,6 +111,7 @@ def _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi
         raise ValueError(f"softcap: {softcap!r}; expected a finite number >= 0 (0: off)")
     if alibi_slopes is not None:
         _check_tensor("alibi_slopes", alibi_slopes)
+        _check_same_device("alibi_slopes", alibi_slopes, "q", q)
         if alibi_slopes.dtype != torch.float32:
             raise TypeError(f"alibi_slopes: dtype {alibi_slopes.dtype}; expected torch.float32")
     if return_attn_probs and dropout_p > 0:
@@ -158,10 +159,12 @@ def _run(q, k, v, dropout_p, softmax_scale, causal, window_size, softcap, alibi_
     return out, lse
 
 
-def _check_sinks(sinks, heads):
+def _check_sinks(sinks, q):
     if sinks is None:
         return
     _check_tensor("sinks", sinks)
+    _check_same_device("sinks", sinks, "q", q)
+    heads = q.shape[-2]
     if sinks.dtype != torch.float32:
         raise TypeError(f"sinks: dtype {sinks.dtype}; expected torch.float32 (one logit per query head)")
     if sinks.shape != (heads,):
@@ -186,7 +189,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     ``sinks`` (an mfagen keyword, gpt-oss's attention sinks): (H,) float32 logits of an extra softmax column
     per query head that takes weight but has no value (DESIGN.md section 13); differentiable."""
     _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 4)
-    _check_sinks(sinks, q.shape[2])
+    _check_sinks(sinks, q)
     if q.shape[0] != k.shape[0]:
         raise ValueError(f"k: batch {k.shape[0]}; expected q's {q.shape[0]}")
     if min(q.shape) == 0 or min(k.shape) == 0:
@@ -217,8 +220,9 @@ def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=Fa
                            alibi_slopes, deterministic, return_attn_probs)
 
 
-def _check_cu_seqlens(name, cu, total, max_seqlen, max_name):
+def _check_cu_seqlens(name, cu, q, total, max_seqlen, max_name):
     _check_tensor(name, cu)
+    _check_same_device(name, cu, "q", q)
     if cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 2:
         raise ValueError(f"{name}: {cu.dtype} of shape {tuple(cu.shape)}; expected int32 (batch + 1,) offsets")
     if _mps.is_mps(cu):  # no host read: the offsets are checked on the device against max_seqlen (mfagen._mps)
@@ -243,9 +247,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                              softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
                              block_table, sinks)
     _check_common(q, k, v, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 3)
-    _check_sinks(sinks, q.shape[1])
-    _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q")
-    _check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k")
+    _check_sinks(sinks, q)
+    _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q, q.shape[0], max_seqlen_q, "max_seqlen_q")
+    _check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, q, k.shape[0], max_seqlen_k, "max_seqlen_k")
     if cu_seqlens_q.shape != cu_seqlens_k.shape:
         raise ValueError(f"cu_seqlens_k: {cu_seqlens_k.shape[0]} entries; expected cu_seqlens_q's "
                          f"{cu_seqlens_q.shape[0]} (batch + 1)")
@@ -267,7 +271,7 @@ def _varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     if _mps.is_mps(q):
         raise _mps.not_served("block_table", "a paged cache (its block table and lengths are checked on the host)")
     _check_common(q, q, q, dropout_p, softmax_scale, window_size, softcap, alibi_slopes, return_attn_probs, 3)
-    _check_sinks(sinks, q.shape[1])
+    _check_sinks(sinks, q)
     if dropout_p > 0:
         raise NotImplementedError("dropout_p: a paged cache serves inference; dropout is not applied there")
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k_cache, v_cache)):
@@ -283,7 +287,7 @@ def _varlen_paged(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                          f"slots and heads, and k's head dim {q.shape[-1]} (q's)")
     if q.shape[1] % k_cache.shape[2] != 0:
         raise ValueError(f"k: {k_cache.shape[2]} heads; q's {q.shape[1]} heads must be a multiple of them")
-    _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q")
+    _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q, q.shape[0], max_seqlen_q, "max_seqlen_q")
     _check_tensor("cu_seqlens_k", cu_seqlens_k)
     if cu_seqlens_k.dtype != torch.int32 or cu_seqlens_k.shape != cu_seqlens_q.shape:
         raise ValueError(f"cu_seqlens_k: {cu_seqlens_k.dtype} of shape {tuple(cu_seqlens_k.shape)}; expected int32 "

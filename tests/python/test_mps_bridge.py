@@ -222,7 +222,7 @@ def test_alibi_slopes_are_bit_identical_to_the_cpu_backend(per_batch):
     assert torch.isnan(ms.to_cpu(out)).all()
     with pytest.raises(ValueError, match="alibi_slopes: shape \\(3,\\); expected \\(4,\\) or \\(2, 4\\)"):
         flash_attn_func(mq, mk, mv, alibi_slopes=ms.to_mps(torch.rand(3)))
-    with pytest.raises(ValueError, match="alibi_slopes: not an MPS tensor"):
+    with pytest.raises(ValueError, match="alibi_slopes: device cpu; expected q's device mps"):
         flash_attn_func(mq, mk, mv, alibi_slopes=slopes)
 
 
@@ -312,7 +312,13 @@ def test_varlen_errors_name_the_argument():
     offsets = [ms.to_mps(torch.tensor(c, dtype=torch.int32)) for c in (cu_q, cu_k)]
     with pytest.raises(ValueError, match="max_seqlen_k: 0; expected an int >= the longest sequence"):
         flash_attn_varlen_func(*mps, *offsets, 5, 0)
-    with pytest.raises(ValueError, match="cu_seqlens_k: not an MPS tensor"):
+    with pytest.raises(ValueError, match="cu_seqlens_k: device cpu; expected q's device mps"):
         flash_attn_varlen_func(*mps, offsets[0], torch.tensor(cu_k, dtype=torch.int32), 5, 5)
+    with pytest.raises(ValueError, match="sinks: device cpu; expected q's device mps"):
+        flash_attn_varlen_func(*mps, *offsets, 5, 5, sinks=torch.zeros(4))
+    with pytest.raises(ValueError, match="cu_seqlens_q: not an MPS tensor"):  # the bridge's own check
+        _mps.run(_kernels.spec_text(kind="forward", dtype="float32", head_dim=16, head_dim_v=8, layout="varlen"),
+                 *mps, cu_seqlens_q=torch.tensor(cu_q, dtype=torch.int32), cu_seqlens_k=offsets[1], max_seqlen_q=5,
+                 max_seqlen_k=5)
     with pytest.raises(ValueError, match="cu_seqlens_k: 3 entries; expected cu_seqlens_q.s 4"):
         flash_attn_varlen_func(*mps, offsets[0], offsets[1][:3], 5, 5)
