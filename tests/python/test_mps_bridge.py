@@ -167,6 +167,18 @@ def test_an_additive_mask_and_its_gradient_are_bit_identical_to_the_cpu_backend(
                          cpu, mps, ("query", "key", "value", "attn_mask"))
 
 
+def test_dropout_with_an_additive_mask_and_its_gradient_is_bit_identical_to_the_cpu_backend():
+    # The mask's gradient recomputes the kernels' Philox keep mask in torch (on the host, copied to the device).
+    torch.manual_seed(13)
+    pairs = [_pair(1, 2, 6, 16), _pair(1, 2, 9, 16), _pair(1, 2, 9, 16)]
+    mask = torch.randn(2, 6, 9)
+    pairs.append((mask, ms.to_mps(mask)))
+    cpu, mps = _leaves(pairs)
+    _check_bit_identical(lambda q, k, v, m: mt.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=0.3,
+                                                                            dropout_seed=1234),
+                         cpu, mps, ("query", "key", "value", "attn_mask"))
+
+
 def test_the_bridge_encodes_an_additive_mask_without_committing():
     # The bridge itself (mfagen._mps.run adds the value check after it: stream-ordered torch ops, which the
     # eager stand-in runs by committing first).
