@@ -62,6 +62,7 @@ const Toolchain& toolchain() {
   static const Toolchain instance = [] {
     Toolchain t;
     t.clang = env_or("MFAGEN_CLANG", MFAGEN_DEFAULT_CLANG);
+    t.linker = env_or("MFAGEN_LD", std::filesystem::exists(MFAGEN_DEFAULT_LD) ? MFAGEN_DEFAULT_LD : "ld");
     t.standin_dir = located("MFAGEN_STANDIN_DIR", MFAGEN_DEFAULT_STANDIN_DIR, "../share/mfagen/metal_standin/include");
     t.plugin = located("MFAGEN_INSTRUMENT_PLUGIN", MFAGEN_DEFAULT_INSTRUMENT_PLUGIN, "mfagen/mfagen_instrument.so");
     std::ifstream in(t.plugin, std::ios::binary);

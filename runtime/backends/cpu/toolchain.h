@@ -9,6 +9,7 @@ namespace mfagen::cpu {
 
 struct Toolchain {
   std::string clang;                 // $MFAGEN_CLANG, else the clang-16 found at build time
+  std::string linker;                // $MFAGEN_LD, else the ld found at build time, else ld in PATH
   std::filesystem::path standin_dir;  // $MFAGEN_STANDIN_DIR, else the source tree's
   std::filesystem::path plugin;       // $MFAGEN_INSTRUMENT_PLUGIN, else the build tree's
   std::string plugin_identity;        // content hash of the plugin (part of cache keys)
