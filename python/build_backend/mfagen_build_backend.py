@@ -1,18 +1,27 @@
 """An in-tree PEP 517 build backend (pyproject.toml's ``backend-path``) for
 ``pip install .``: it drives the project's CMake build of the Python package
-(python/CMakeLists.txt) and packs build/python/mfagen into a wheel. Standard
-library only: where mfagen is developed there is no scikit-build-core and no
-PyPI.
+(python/CMakeLists.txt) and packs the package CMake stages into a wheel.
+Standard library only: where mfagen is developed there is no
+scikit-build-core and no PyPI.
 
 The build directory: ``config_settings["build-dir"]``, else
 ``$MFAGEN_WHEEL_BUILD_DIR``, else ``build-wheel`` in the repository; an
 already configured one is reused (only its targets are brought up to date).
+
+The wheel is self-contained (issue 34): ``cmake --install <build> --component
+mfagen_python`` stages, in ``mfagen/``, the modules, the extension, the cpu
+backend's shared library, its instrumentation plugin and the Metal stand-in
+headers, with the extension's RUNPATH rewritten to ``$ORIGIN``
+(``@loader_path`` on macOS); the cpu backend finds the plugin and headers
+next to itself (runtime/backends/cpu/toolchain.cpp). The installed package
+needs neither the build directory nor the source tree; it needs clang-16 and
+the system libraries the cpu backend links (fmt, Boost.Context).
+
 On macOS the extension includes the Metal bridge of MPS tensors when CMake
 finds torch's CMake package for the interpreter and metal-cpp
 (``-DMFAGEN_METAL_CPP_DIR``, passed through ``$MFAGEN_CMAKE_ARGS``); that
-path has not been run where mfagen is developed (no Mac there). The
-extension finds the cpu backend's library in the build directory (its
-RUNPATH): keep that directory.
+path has not been run where mfagen is developed (no Mac there). No sdist:
+``build_sdist`` is not provided.
 """
 
 import base64
@@ -22,12 +31,14 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[2]
 _NAME = "mfagen"
 _VERSION = "0.1.0"
+_COMPONENT = "mfagen_python"  # python/CMakeLists.txt's install component
 
 
 def _build_dir(config_settings):
@@ -40,18 +51,29 @@ def _cmake_build(build):
     # test uses it: building the tree under test while other tests run from it
     # would re-run CMake's globs and relink what they are executing.
     if os.environ.get("MFAGEN_WHEEL_NO_BUILD") == "1":
-        package = build / "python" / _NAME
-        if not any(package.glob("_mfagen*")):
-            raise RuntimeError(f"{package}: no _mfagen extension (MFAGEN_WHEEL_NO_BUILD=1 needs a built tree)")
-        return package
+        if not any((build / "python" / _NAME).glob("_mfagen*")):
+            raise RuntimeError(f"{build}: no _mfagen extension (MFAGEN_WHEEL_NO_BUILD=1 needs a built tree)")
+        return
     if not (build / "CMakeCache.txt").exists():
         subprocess.run(["cmake", "-S", str(_ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
                         f"-DPython3_EXECUTABLE={sys.executable}",
                         *shlex.split(os.environ.get("MFAGEN_CMAKE_ARGS", ""))], check=True)
     subprocess.run(["cmake", "--build", str(build), "--target", "mfagen_python", "mfagen_python_sources"], check=True)
-    package = build / "python" / _NAME
+    if not any((build / "python" / _NAME).glob("_mfagen*")):
+        raise RuntimeError(f"{build}: no _mfagen extension was built (Python development files or pybind11 missing?)")
+
+
+def _stage(build, staging):
+    """The wheel's package, installed by CMake into staging/mfagen (copies only: nothing is built)."""
+    subprocess.run(["cmake", "--install", str(build), "--component", _COMPONENT, "--prefix", str(staging)],
+                   check=True, stdout=subprocess.DEVNULL)
+    package = staging / _NAME
+    for required in ("__init__.py", "metal_standin"):
+        if not (package / required).exists():
+            raise RuntimeError(f"{build}: `cmake --install --component {_COMPONENT}` staged no {required} "
+                               "(a build directory configured before the wheel's install rules: re-run cmake there)")
     if not any(package.glob("_mfagen*")):
-        raise RuntimeError(f"{package}: no _mfagen extension was built (Python development files or pybind11 missing?)")
+        raise RuntimeError(f"{build}: `cmake --install --component {_COMPONENT}` staged no _mfagen extension")
     return package
 
 
@@ -84,22 +106,26 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    package = _cmake_build(_build_dir(config_settings))
+    build = _build_dir(config_settings)
+    _cmake_build(build)
     tag = _tag()
     wheel_name = f"{_NAME}-{_VERSION}-{tag}.whl"
     info = f"{_NAME}-{_VERSION}.dist-info"
-    files = [(f"{_NAME}/{p.name}", p.read_bytes()) for p in sorted(package.iterdir())
-             if p.is_file() and (p.suffix == ".py" or p.name.startswith("_mfagen"))]
-    files += [(f"{info}/METADATA", _metadata().encode()),
+    with tempfile.TemporaryDirectory(prefix="mfagen-wheel-") as staging:
+        package = _stage(build, Path(staging))
+        # (name in the wheel, bytes, executable): the shared objects keep their mode bits.
+        files = [(f"{_NAME}/{p.relative_to(package).as_posix()}", p.read_bytes(), os.access(p, os.X_OK))
+                 for p in sorted(package.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [(f"{info}/METADATA", _metadata().encode(), False),
               (f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: mfagen_build_backend\nRoot-Is-Purelib: false\n"
-                                f"Tag: {tag}\n".encode())]
-    record = [_record_line(name, data) for name, data in files] + [f"{info}/RECORD,,"]
+                                f"Tag: {tag}\n".encode(), False)]
+    record = [_record_line(name, data) for name, data, _ in files] + [f"{info}/RECORD,,"]
     Path(wheel_directory).mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(Path(wheel_directory) / wheel_name, "w", zipfile.ZIP_DEFLATED) as wheel:
-        for name, data in files:
-            info_entry = zipfile.ZipInfo(name)
-            info_entry.external_attr = 0o755 << 16 if "_mfagen" in name else 0o644 << 16
-            info_entry.compress_type = zipfile.ZIP_DEFLATED
-            wheel.writestr(info_entry, data)
+        for name, data, executable in files:
+            entry = zipfile.ZipInfo(name)
+            entry.external_attr = (0o755 if executable else 0o644) << 16
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            wheel.writestr(entry, data)
         wheel.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
     return wheel_name

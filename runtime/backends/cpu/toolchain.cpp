@@ -29,21 +29,60 @@ uint64_t fnv1a(std::string_view data, uint64_t seed) {
   return h;
 }
 
-// Where this shared library was loaded from: an installed mfagen
-// (`cmake --install`) finds its stand-in headers and plugin next to it when
-// the build-tree paths compiled in do not exist.
+// Where this shared library was loaded from (absolute, as the dynamic loader
+// resolved it: through the extension's $ORIGIN RUNPATH in the wheel).
 std::filesystem::path this_library_dir() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&this_library_dir), &info) == 0 || !info.dli_fname) return {};
-  return std::filesystem::path(info.dli_fname).parent_path();
+  std::error_code error;
+  const std::filesystem::path file = std::filesystem::weakly_canonical(info.dli_fname, error);
+  return (error ? std::filesystem::path(info.dli_fname) : file).parent_path();
 }
 
-std::string located(const char* env, const char* build_tree_path, const std::filesystem::path& installed_relative) {
-  const std::string value = env_or(env, "");
-  if (!value.empty()) return value;
-  if (std::filesystem::exists(build_tree_path)) return build_tree_path;
-  const std::filesystem::path installed = this_library_dir() / installed_relative;
-  return std::filesystem::exists(installed) ? installed.string() : std::string(build_tree_path);
+// The run-time files the cpu backend needs besides clang: the Metal stand-in
+// headers every kernel includes and the instrumentation plugin clang loads.
+struct RuntimeFiles {
+  std::filesystem::path standin_dir;
+  std::filesystem::path plugin;
+};
+
+// The one place that decides where the run-time files are. In order:
+//  1. $MFAGEN_STANDIN_DIR and $MFAGEN_INSTRUMENT_PLUGIN, each when set;
+//  2. next to this library, when it is an installed copy that carries them,
+//     in either layout it is shipped in (paths relative to its directory):
+//     - `cmake --install` (cmake/install.cmake): lib/libmfagen_cpu_backend.so,
+//       share/mfagen/metal_standin/include, lib/mfagen/mfagen_instrument.so;
+//     - the Python wheel (python/CMakeLists.txt, component mfagen_python):
+//       mfagen/libmfagen_cpu_backend.so, mfagen/metal_standin/include,
+//       mfagen/mfagen_instrument.so;
+//  3. the source-tree and build-tree paths compiled in (the library in its
+//     build tree, where 2 finds nothing).
+// An installed copy takes its own files before the compiled-in ones, and
+// both from the same layout: the trees it was built from may be gone or
+// moved (an installed wheel must keep working), or still there and edited
+// since, whose headers and plugin then need not match this library.
+RuntimeFiles runtime_files() {
+  RuntimeFiles files{MFAGEN_DEFAULT_STANDIN_DIR, MFAGEN_DEFAULT_INSTRUMENT_PLUGIN};
+  struct Layout {
+    const char* standin_dir;
+    const char* plugin;
+  };
+  static constexpr Layout kInstalled[] = {{"../share/mfagen/metal_standin/include", "mfagen/mfagen_instrument.so"},
+                                          {"metal_standin/include", "mfagen_instrument.so"}};
+  const std::filesystem::path here = this_library_dir();
+  if (!here.empty()) {
+    for (const Layout& layout : kInstalled) {
+      std::error_code error;
+      if (std::filesystem::is_directory(here / layout.standin_dir, error) &&
+          std::filesystem::is_regular_file(here / layout.plugin, error)) {
+        files = {(here / layout.standin_dir).lexically_normal(), (here / layout.plugin).lexically_normal()};
+        break;
+      }
+    }
+  }
+  if (std::string value = env_or("MFAGEN_STANDIN_DIR", ""); !value.empty()) files.standin_dir = value;
+  if (std::string value = env_or("MFAGEN_INSTRUMENT_PLUGIN", ""); !value.empty()) files.plugin = value;
+  return files;
 }
 
 }  // namespace
@@ -61,10 +100,13 @@ std::filesystem::path unique_temp(const std::filesystem::path& dir, std::string_
 const Toolchain& toolchain() {
   static const Toolchain instance = [] {
     Toolchain t;
-    t.clang = env_or("MFAGEN_CLANG", MFAGEN_DEFAULT_CLANG);
+    // The clang-16 found at build time, else clang-16 in PATH (an installed
+    // copy on a machine where it lives elsewhere); $MFAGEN_CLANG first.
+    t.clang = env_or("MFAGEN_CLANG", std::filesystem::exists(MFAGEN_DEFAULT_CLANG) ? MFAGEN_DEFAULT_CLANG : "clang-16");
     t.linker = env_or("MFAGEN_LD", std::filesystem::exists(MFAGEN_DEFAULT_LD) ? MFAGEN_DEFAULT_LD : "ld");
-    t.standin_dir = located("MFAGEN_STANDIN_DIR", MFAGEN_DEFAULT_STANDIN_DIR, "../share/mfagen/metal_standin/include");
-    t.plugin = located("MFAGEN_INSTRUMENT_PLUGIN", MFAGEN_DEFAULT_INSTRUMENT_PLUGIN, "mfagen/mfagen_instrument.so");
+    RuntimeFiles files = runtime_files();
+    t.standin_dir = std::move(files.standin_dir);
+    t.plugin = std::move(files.plugin);
     std::ifstream in(t.plugin, std::ios::binary);
     std::stringstream bytes;
     bytes << in.rdbuf();

@@ -8,10 +8,13 @@
 namespace mfagen::cpu {
 
 struct Toolchain {
-  std::string clang;                 // $MFAGEN_CLANG, else the clang-16 found at build time
+  std::string clang;                 // $MFAGEN_CLANG, else the clang-16 found at build time, else clang-16 in PATH
   std::string linker;                // $MFAGEN_LD, else the ld found at build time, else ld in PATH
-  std::filesystem::path standin_dir;  // $MFAGEN_STANDIN_DIR, else the source tree's
-  std::filesystem::path plugin;       // $MFAGEN_INSTRUMENT_PLUGIN, else the build tree's
+  // $MFAGEN_STANDIN_DIR / $MFAGEN_INSTRUMENT_PLUGIN, else an installed copy's
+  // own (next to the library: `cmake --install` or the Python wheel), else the
+  // source tree's headers and the build tree's plugin (toolchain.cpp, runtime_files).
+  std::filesystem::path standin_dir;
+  std::filesystem::path plugin;
   std::string plugin_identity;        // content hash of the plugin (part of cache keys)
 };
 
