@@ -1,6 +1,7 @@
 #include "quantized_kv.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -31,13 +32,27 @@ void write_u16(uint8_t* p, uint16_t v) {
   p[1] = uint8_t(v >> 8);
 }
 
+// The values of the 127 non-NaN fp8 magnitude codes, computed once: the
+// search below runs for every element of a quantized cache (8 M of them at
+// 32K keys), and recomputing each code's value there made it most of a
+// long-context test's time.
+const std::array<double, 0x7F>& fp8_magnitudes() {
+  static const std::array<double, 0x7F> values = [] {
+    std::array<double, 0x7F> v{};
+    for (uint8_t code = 0; code < 0x7F; ++code) v[code] = fp8_e4m3_value(code);
+    return v;
+  }();
+  return values;
+}
+
 // The fp8 code nearest to x (ties to the even code), saturating at +-448.
 uint8_t nearest_fp8(double x) {
   if (std::isnan(x)) return 0x7F;
+  const std::array<double, 0x7F>& magnitudes = fp8_magnitudes();
   uint8_t best = 0;
   double best_error = std::numeric_limits<double>::infinity();
   for (uint8_t code = 0; code < 0x7F; ++code) {  // magnitudes; 0x7F is NaN
-    const double error = std::fabs(std::fabs(x) - fp8_e4m3_value(code));
+    const double error = std::fabs(std::fabs(x) - magnitudes[code]);
     if (error < best_error || (error == best_error && (code & 1) == 0)) {
       best = code;
       best_error = error;

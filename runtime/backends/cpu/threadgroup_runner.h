@@ -162,6 +162,11 @@ class ThreadgroupRunner {
   std::vector<std::byte> scope_slots_;  // __mf_scope_slots: threads x abi::kMaxSimdExchangeBytes
 
   std::vector<BufferTraffic> traffic_;
+  // check_device's shortcut: the buffer the last device access hit, tried
+  // first when no two bound buffers overlap (then it is also the first that
+  // contains the access, which a scan would have found).
+  size_t last_buffer_hit_ = 0;
+  bool buffers_disjoint_ = true;
 
   // Profiling: per function (index into the module's table), one counter per
   // thread and counted block, thread-major; functions entered this threadgroup.
