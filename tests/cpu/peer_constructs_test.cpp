@@ -147,6 +147,19 @@ TEST(PeerConstructs, BfloatFromClassesConvertingToBoolOrInteger) {
   EXPECT_EQ(out, (std::vector<float>{0.0f, 1.0f, 3.0f, 16777216.0f, 2.0f}));
 }
 
+// MLX's steel_gemm_masked.h with T = bfloat: a bfloat member assigned from a
+// device mask element of a class converting to bool, or from a bool.
+TEST(PeerConstructs, BfloatAssignedFromClassesConvertingToBool) {
+  auto module = compile_constructs();
+  std::vector<uint8_t> flags = {0, 1};  // PeerFlag is one bool
+  std::vector<uint8_t> bools = {0, 1};
+  std::vector<float> out(4, -1.0f);
+  auto result = run(*module, "bfloat_assigned_from_converting_classes", {1, 1, 1}, {1, 1, 1},
+                    {bind(0, out), bind(1, flags), bind(2, bools)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{0.0f, 1.0f, 1.0f, 3.0f}));
+}
+
 // MLX's conv.metal: `template [[host_name(...)]] [[kernel]] void f(const
 // device T* ..., const constant Params<N>* ...);` with T and N deduced from
 // the parameter types, three instantiations to a macro line.

@@ -475,3 +475,28 @@ template [[host_name("overloaded_typed_mask")]] [[kernel]] decltype(overloaded_k
 template [[host_name("overloaded_values")]] [[kernel]] decltype(overloaded_kernel<float, 5>) overloaded_kernel<float, 5>;
 template [[host_name("overloaded_values_twice")]] [[kernel]] decltype(overloaded_kernel<float, 5, true>)
     overloaded_kernel<float, 5, true>;
+
+// MLX's steel_gemm_masked.h, T = bfloat: `lhs_mask_op.scale = lhs_mask[i];`,
+// a bfloat member assigned from a `const device` mask element whose class
+// converts to bool (its no-mask type), or from a bool mask. Metal's bfloat is
+// a builtin scalar, so the assignment converts implicitly: the class's
+// conversion function, then bool -> bfloat.
+// out = {flag off, flag on, bool true, local flag on * 3}.
+struct PeerScaleOp {
+  bfloat scale;
+};
+kernel void bfloat_assigned_from_converting_classes(device float* out [[buffer(0)]],
+                                                    const device PeerFlag* flags [[buffer(1)]],
+                                                    const device bool* bools [[buffer(2)]]) {
+  PeerScaleOp op = {bfloat(5)};
+  op.scale = flags[0];
+  out[0] = float(op.scale);
+  op.scale = flags[1];
+  out[1] = float(op.scale);
+  op.scale = bfloat(5);
+  op.scale = bools[1];
+  out[2] = float(op.scale);
+  PeerFlag local = {true};
+  op.scale = local;
+  out[3] = float(op.scale * bfloat(3));
+}

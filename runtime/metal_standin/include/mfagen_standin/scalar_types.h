@@ -201,6 +201,16 @@ struct bfloat {
   // builtin conversion does not.
   template <class C, __mf_if<__mf_class_to_integer<C&&>> = 0>
   constexpr explicit bfloat(C&& c) : __mf_bits(__mf_int_to_bf16(static_cast<__mf_class_scalar_t<C&&>>(c))) {}
+  // Assignment from such an object (MLX's steel_gemm_masked.h:
+  // `lhs_mask_op.scale = lhs_mask[i]`, a bfloat member and a `const device
+  // _NoMask` or `bool` mask): for the builtin type an implicit conversion,
+  // the class's conversion function then the standard conversion, as
+  // above. The constructor is explicit, so assignment needs its own overload.
+  template <class C, __mf_if<__mf_class_to_integer<C&&>> = 0>
+  constexpr bfloat& operator=(C&& c) {
+    __mf_bits = __mf_int_to_bf16(static_cast<__mf_class_scalar_t<C&&>>(c));
+    return *this;
+  }
   // Implicit only to float (a template, so that it is not a path to half/int).
   template <class T, __mf_if<__is_same(T, float)> = 0>
   constexpr operator T() const {
