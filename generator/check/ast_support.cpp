@@ -6,6 +6,8 @@
 #include <charconv>
 #include <set>
 
+#include "check/parse_setup.h"
+
 namespace mfagen::check {
 
 std::vector<MslAttribute> msl_attributes(const clang::Decl& decl) {
@@ -29,18 +31,28 @@ std::vector<MslAttribute> msl_attributes(const clang::Decl& decl) {
   return out;
 }
 
-bool in_main_file(const clang::Decl& decl) {
-  const clang::SourceManager& sm = decl.getASTContext().getSourceManager();
-  return decl.getLocation().isValid() && sm.isWrittenInMainFile(sm.getExpansionLoc(decl.getLocation()));
+bool in_checked_code(const clang::SourceManager& sm, clang::SourceLocation loc) {
+  if (loc.isInvalid()) return false;
+  const clang::SourceLocation at = sm.getExpansionLoc(loc);
+  if (sm.isWrittenInMainFile(at)) return true;
+  if (sm.isInSystemHeader(at)) return false;  // the stand-in (-isystem)
+  // The prelude and the precompiled stand-in's header live in kVirtualDir;
+  // built-in and command-line buffers have no file name.
+  const llvm::StringRef file = sm.getFilename(at);
+  return !file.empty() && !file.starts_with(kVirtualDir);
 }
 
-std::vector<clang::Decl*> main_file_decls(clang::ASTContext& context) {
+bool in_checked_code(const clang::Decl& decl) {
+  return in_checked_code(decl.getASTContext().getSourceManager(), decl.getLocation());
+}
+
+std::vector<clang::Decl*> checked_code_decls(clang::ASTContext& context) {
   // noload_decls: those of the precompiled stand-in are left where they are
   // (loading every one of them costs more than parsing a kernel); none of
-  // them is the checked file's.
+  // them is the checked code's.
   std::vector<clang::Decl*> out;
   for (clang::Decl* decl : context.getTranslationUnitDecl()->noload_decls())
-    if (in_main_file(*decl)) out.push_back(decl);
+    if (in_checked_code(*decl)) out.push_back(decl);
   return out;
 }
 
@@ -118,6 +130,15 @@ bool is_builtin_attribute(std::string_view name) {
       "quadgroup_index_in_threadgroup", "quadgroups_per_threadgroup", "grid_origin", "grid_size",
       "dispatch_quadgroups_per_threadgroup", "dispatch_simdgroups_per_threadgroup", "thread_execution_width"};
   return names.contains(name);
+}
+
+bool is_implicit_buffer(const clang::ParmVarDecl& param) {
+  for (const MslAttribute& a : msl_attributes(param))
+    if (a.name != "function_constant") return false;
+  const clang::QualType type = param.getType();
+  if (!type->isPointerType() && !type->isReferenceType()) return false;
+  const clang::LangAS space = type->getPointeeType().getAddressSpace();
+  return space == clang::LangAS::opencl_global || space == clang::LangAS::opencl_constant;
 }
 
 }  // namespace mfagen::check

@@ -5,6 +5,9 @@
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Decl.h>
+#include <clang/ASTMatchers/ASTMatchers.h>
+#include <clang/ASTMatchers/ASTMatchersMacros.h>
+#include <clang/Basic/SourceManager.h>
 
 #include <optional>
 #include <string>
@@ -40,16 +43,35 @@ std::string metal_type_name(clang::QualType type, const clang::ASTContext& conte
 // clang's OpenCL spelling of address spaces in a message, as Metal writes them.
 std::string metal_spelling(std::string message);
 
-// The translation unit's top-level declarations written in the checked
-// (main) file, in order. Every rule and the signatures look at code of the
-// checked file only, so traversals start here rather than at the whole
-// translation unit, which holds the stand-in too (and, when the stand-in
-// comes precompiled, would be deserialized in full by a walk over it).
-std::vector<clang::Decl*> main_file_decls(clang::ASTContext& context);
+// Whether a location is in the checked code: the checked file, or a header
+// it includes from its own tree (found next to the including file or in an
+// -I directory, and lowered like it); never the stand-in (a system header)
+// nor the checker's own prelude. Macro expansions count at the place they
+// are expanded.
+bool in_checked_code(const clang::SourceManager& sm, clang::SourceLocation loc);
 
-// Whether a declaration is written in the checked file (macro expansions at
-// the place they are expanded).
-bool in_main_file(const clang::Decl& decl);
+// The translation unit's top-level declarations written in the checked
+// code, in order. Every rule and the signatures look at checked code only,
+// so traversals start here rather than at the whole translation unit, which
+// holds the stand-in too (and, when the stand-in comes precompiled, would be
+// deserialized in full by a walk over it).
+std::vector<clang::Decl*> checked_code_decls(clang::ASTContext& context);
+
+// Whether a declaration is written in the checked code.
+bool in_checked_code(const clang::Decl& decl);
+
+// The AST matchers' form of in_checked_code (clang's isExpansionInMainFile
+// for the checked file and its own headers).
+AST_POLYMORPHIC_MATCHER(isExpansionInCheckedCode,
+                        AST_POLYMORPHIC_SUPPORTED_TYPES(clang::Decl, clang::Stmt, clang::TypeLoc)) {
+  return in_checked_code(Finder->getASTContext().getSourceManager(), Node.getBeginLoc());
+}
+
+// A kernel parameter without a binding attribute that Metal binds anyway:
+// a device or constant pointer or reference takes the lowest buffer index
+// no other parameter names, in declaration order (llama.cpp's kernels; the
+// cpu backend assigns them alike, msl_lowering.cpp).
+bool is_implicit_buffer(const clang::ParmVarDecl& param);
 
 // Thread-position and other builtin parameter attributes Metal defines.
 bool is_builtin_attribute(std::string_view name);

@@ -12,6 +12,8 @@
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
 #include <clang/Lex/Lexer.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
 #include <clang/Tooling/Tooling.h>
 #include <fmt/format.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -29,6 +31,7 @@
 
 #include "check/ast_support.h"
 #include "check/cc1_command.h"
+#include "check/checked_headers.h"
 #include "check/lowering.h"
 #include "check/matchers.h"
 #include "check/parse_setup.h"
@@ -73,8 +76,9 @@ std::string rule_message(unsigned id, std::string clang_text) {
 // Where things are in the original MSL.
 class Locator {
  public:
-  Locator(std::string_view original, const LoweredMsl& lowered, std::string file)
-      : original_(original), lowered_(lowered), file_(std::move(file)) {
+  Locator(std::string_view original, const LoweredMsl& lowered, std::string file,
+          const CheckedHeaders* headers = nullptr)
+      : original_(original), lowered_(lowered), file_(std::move(file)), headers_(headers) {
     for (size_t i = 0; i < original.size(); ++i)
       if (original[i] == '\n') line_starts_.push_back(i + 1);
   }
@@ -99,6 +103,15 @@ class Locator {
       d.column = lc.column;
       return d;
     }
+    // One of the file's own headers maps back through its lowering too.
+    if (const CheckedHeader* header = checked_header(sm, fid)) {
+      const size_t original = header->lowered.origin[std::min<size_t>(offset, header->lowered.origin.size() - 1)];
+      const LineColumn lc = line_column(header->original, original);
+      d.file = std::filesystem::path(std::string(sm.getFileEntryRefForID(fid)->getName())).lexically_normal().string();
+      d.line = lc.line;
+      d.column = lc.column;
+      return d;
+    }
     clang::PresumedLoc p = sm.getPresumedLoc(spelled);
     if (p.isValid()) {
       d.file = p.getFilename();
@@ -116,9 +129,18 @@ class Locator {
   const std::string& lowered_text() const { return lowered_.text; }
 
  private:
+  const CheckedHeader* checked_header(const clang::SourceManager& sm, clang::FileID fid) const {
+    if (!headers_ || headers_->empty()) return nullptr;
+    const clang::OptionalFileEntryRef entry = sm.getFileEntryRefForID(fid);
+    if (!entry) return nullptr;
+    auto it = headers_->find(std::filesystem::path(std::string(entry->getName())).lexically_normal().string());
+    return it == headers_->end() ? nullptr : &it->second;
+  }
+
   std::string_view original_;
   const LoweredMsl& lowered_;
   std::string file_;
+  const CheckedHeaders* headers_;
   std::vector<size_t> line_starts_ = {0};
 };
 
@@ -305,10 +327,36 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
   bool setup_failed_ = false;
 };
 
+// Lines of a checked file in a conditional block the preprocessor skipped:
+// code Metal's compiler never sees (ggml-common.h includes <stdint.h> under
+// `#if defined(GGML_COMMON_DECL_C)`), where lexical findings do not hold.
+struct SkippedLines {
+  std::string file;  // as Locator names it
+  unsigned first = 0, last = 0;
+  bool contains(const std::string& f, unsigned line) const { return f == file && line >= first && line <= last; }
+};
+
 struct ParseOutput {
   std::vector<Diagnostic> findings;  // AST rules
   std::vector<KernelSignature> kernels;
   std::vector<FunctionConstant> constants;
+  std::vector<SkippedLines> skipped;
+};
+
+class SkippedBlocks : public clang::PPCallbacks {
+ public:
+  SkippedBlocks(const Locator& locator, const clang::SourceManager& sm, std::vector<SkippedLines>& out)
+      : locator_(locator), sm_(sm), out_(out) {}
+  void SourceRangeSkipped(clang::SourceRange range, clang::SourceLocation endif) override {
+    if (!in_checked_code(sm_, range.getBegin())) return;
+    const Diagnostic begin = locator_.locate(sm_, range.getBegin()), end = locator_.locate(sm_, endif);
+    out_.push_back({begin.file, begin.line, end.line});
+  }
+
+ private:
+  const Locator& locator_;
+  const clang::SourceManager& sm_;
+  std::vector<SkippedLines>& out_;
 };
 
 class CheckConsumer : public clang::ASTConsumer {
@@ -318,7 +366,7 @@ class CheckConsumer : public clang::ASTConsumer {
   void HandleTranslationUnit(clang::ASTContext& context) override {
     std::vector<Finding> findings;
     // Only the checked file's declarations are walked (ast_support.h).
-    const std::vector<clang::Decl*> top_level = main_file_decls(context);
+    const std::vector<clang::Decl*> top_level = checked_code_decls(context);
     context.setTraversalScope(top_level);
     clang::ast_matchers::MatchFinder finder;
     RuleMatchers rules(findings);
@@ -346,7 +394,9 @@ class CheckConsumer : public clang::ASTConsumer {
 class CheckAction : public clang::ASTFrontendAction {
  public:
   CheckAction(const Locator& locator, ParseOutput& out) : locator_(locator), out_(out) {}
-  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance&, llvm::StringRef) override {
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef) override {
+    ci.getPreprocessor().addPPCallbacks(
+        std::make_unique<SkippedBlocks>(locator_, ci.getSourceManager(), out_.skipped));
     return std::make_unique<CheckConsumer>(locator_, out_);
   }
 
@@ -397,10 +447,22 @@ struct ClangParse {
 // One clang parse of the lowered file: with `pch`, the stand-in comes
 // precompiled (-include-pch); without, the prelude is included and the
 // stand-in parsed where the file includes it.
-ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, const std::string& main_path,
-                         const std::filesystem::path& standin, const PrecompiledStandin* pch) {
+// What every parse of one checked file shares.
+struct ParseSetup {
+  std::string main_path;  // where clang sees the lowered file
+  std::filesystem::path standin;
+  const CheckedHeaders& headers;  // its own headers, lowered, at their paths
+  const std::vector<std::filesystem::path>& include_dirs;
+};
+
+ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, const ParseSetup& setup,
+                         const PrecompiledStandin* pch) {
+  const std::string& main_path = setup.main_path;
   auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   memory->addFile(main_path, 0, llvm::MemoryBuffer::getMemBuffer(lowered.text, main_path));
+  // Over the real files: clang includes them lowered.
+  for (const auto& [path, header] : setup.headers)
+    memory->addFile(path, 0, llvm::MemoryBuffer::getMemBuffer(header.lowered.text, path));
   memory->addFile(kPreludePath, 0, llvm::MemoryBuffer::getMemBuffer(prelude_text(), kPreludePath));
   if (pch) {
     // The PCH names its header as an input: clang checks that it is still
@@ -413,8 +475,9 @@ ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, cons
   overlay->pushOverlay(memory);
   auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(clang::FileSystemOptions(), overlay);
 
-  std::vector<std::string> flags = language_flags(standin);
+  std::vector<std::string> flags = language_flags(setup.standin);
   flags.insert(flags.begin(), "-fsyntax-only");
+  for (const std::filesystem::path& dir : setup.include_dirs) flags.insert(flags.end(), {"-I", dir.string()});
   flags.insert(flags.end(), {pch ? "-include-pch" : "-include", std::string(pch ? kStandinPchPath : kPreludePath)});
   std::vector<std::string> args = cc1_command_line(flags, main_path);
   if (args.empty()) {  // the driver, with its diagnostics
@@ -462,14 +525,14 @@ LoweredMsl with_insertions(const LoweredMsl& lowered, std::vector<Insertion> ins
 // repaired parse when no error is left in it, else the original (which is
 // what the cpu backend reports too).
 ClangParse with_valid_metal_repaired(ClangParse parse, std::string_view source, const LoweredMsl& lowered,
-                                     const std::string& file, const std::string& main_path,
-                                     const std::filesystem::path& standin, const PrecompiledStandin* pch) {
+                                     const std::string& file, const ParseSetup& setup,
+                                     const PrecompiledStandin* pch) {
   LoweredMsl repaired = lowered;
   std::vector<Insertion> repairs = parse.repairs;
   for (int round = 0; round < 8 && !repairs.empty(); ++round) {
     repaired = with_insertions(repaired, repairs);
-    const Locator locator(source, repaired, file);
-    ClangParse retry = parse_lowered(repaired, locator, main_path, standin, pch);
+    const Locator locator(source, repaired, file, &setup.headers);
+    ClangParse retry = parse_lowered(repaired, locator, setup, pch);
     if (retry.ran && retry.clang_errors.empty()) return retry;
     repairs = retry.repairs;
   }
@@ -519,9 +582,25 @@ CheckResult check_msl(std::string_view source, std::string_view file_name, const
   CheckResult result;
   result.file = std::string(file_name);
 
-  const LoweredMsl lowered = lower_for_check(source);
-  const Locator locator(source, lowered, result.file);
-  const std::string main_path = virtual_main_name(file_name);
+  // The file's directory, where its quoted includes are found first (none
+  // for a source that is not a file on disk).
+  std::error_code ec;
+  const std::filesystem::path on_disk(result.file);
+  const bool is_file = !result.file.empty() && std::filesystem::is_regular_file(on_disk, ec);
+  const std::filesystem::path main_dir = is_file ? std::filesystem::absolute(on_disk, ec).parent_path() : "";
+  // Absolute, so that clang names a header found there as find_header does.
+  std::vector<std::filesystem::path> include_dirs;
+  for (const std::filesystem::path& dir : options.include_dirs)
+    include_dirs.push_back(std::filesystem::absolute(dir, ec).lexically_normal());
+  const LoweredTree tree = lower_with_headers(source, main_dir, include_dirs);
+  const LoweredMsl& lowered = tree.main;
+  const Locator locator(source, lowered, result.file, &tree.headers);
+  // With headers of its own, clang sees the file where it is, so that its
+  // quoted includes resolve from its directory as Metal's compiler resolves them.
+  const ParseSetup setup{is_file && !tree.headers.empty()
+                             ? std::filesystem::absolute(on_disk, ec).lexically_normal().string()
+                             : virtual_main_name(file_name),
+                         standin, tree.headers, include_dirs};
 
   // A PCH names its headers by absolute path: with a relative stand-in
   // directory, diagnostics in the stand-in would name it otherwise than the
@@ -529,33 +608,38 @@ CheckResult check_msl(std::string_view source, std::string_view file_name, const
   std::shared_ptr<const PrecompiledStandin> pch;
   if (options.precompiled_standin && standin.is_absolute() && starts_with_metal_stdlib_include(lowered.text))
     pch = precompiled_standin(standin, options.cache_dir);
-  ClangParse parse = parse_lowered(lowered, locator, main_path, standin, pch.get());
+  ClangParse parse = parse_lowered(lowered, locator, setup, pch.get());
   if (pch && parse.setup_failed) {
     // clang refused the PCH (unreadable, or its inputs changed under it):
     // this file is parsed the slow way, and that PCH is not offered again.
     reject_precompiled_standin(*pch);
     pch.reset();
-    parse = parse_lowered(lowered, locator, main_path, standin, nullptr);
+    parse = parse_lowered(lowered, locator, setup, nullptr);
   }
-  parse = with_valid_metal_repaired(std::move(parse), source, lowered, result.file, main_path, standin, pch.get());
+  parse = with_valid_metal_repaired(std::move(parse), source, lowered, result.file, setup, pch.get());
   if (!parse.ran && parse.clang_errors.empty())
     throw CheckerError(fmt::format("mfagen check: clang could not run on '{}'", result.file));
   result.used_precompiled_standin = pch != nullptr;
   std::vector<Diagnostic>& clang_errors = parse.clang_errors;
   ParseOutput& parsed = parse.output;
 
-  // Lexical findings, AST findings, then clang's errors; one per rule and place.
+  // Lexical findings (the file's, then its headers'), AST findings, then
+  // clang's errors; one per rule and place.
   std::vector<Diagnostic> all;
-  for (const LexicalFinding& f : lowered.findings) {
-    LineColumn lc = locator.at_original(f.offset);
-    all.push_back({result.file, lc.line, lc.column, std::string(f.rule), f.message});
-  }
+  auto add_lexical = [&](const std::string& file, LineColumn lc, const LexicalFinding& f) {
+    for (const SkippedLines& block : parsed.skipped)
+      if (block.contains(file, lc.line)) return;
+    all.push_back({file, lc.line, lc.column, std::string(f.rule), f.message});
+  };
+  for (const LexicalFinding& f : lowered.findings) add_lexical(result.file, locator.at_original(f.offset), f);
+  for (const auto& [path, header] : tree.headers)
+    for (const LexicalFinding& f : header.lowered.findings) add_lexical(path, line_column(header.original, f.offset), f);
   for (Diagnostic& d : parsed.findings) all.push_back(std::move(d));
-  std::set<std::pair<unsigned, unsigned>> rule_places;
-  for (const Diagnostic& d : all) rule_places.insert({d.line, d.column});
+  std::set<std::tuple<std::string, unsigned, unsigned>> rule_places;
+  for (const Diagnostic& d : all) rule_places.insert({d.file, d.line, d.column});
   for (Diagnostic& d : clang_errors) {
     // An "undeclared identifier 'std'" where the std-library rule already spoke.
-    if (d.rule == rules::kCompileError && d.file == result.file && rule_places.contains({d.line, d.column})) continue;
+    if (d.rule == rules::kCompileError && rule_places.contains({d.file, d.line, d.column})) continue;
     all.push_back(std::move(d));
   }
   std::set<std::tuple<std::string, unsigned, unsigned, std::string>> seen;
@@ -564,7 +648,8 @@ CheckResult check_msl(std::string_view source, std::string_view file_name, const
   std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [&](const Diagnostic& a, const Diagnostic& b) {
     bool a_main = a.file == result.file, b_main = b.file == result.file;
     if (a_main != b_main) return a_main;
-    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    if (a_main) return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    return std::tie(a.file, a.line, a.column) < std::tie(b.file, b.line, b.column);
   });
   result.kernels = std::move(parsed.kernels);
   result.function_constants = std::move(parsed.constants);

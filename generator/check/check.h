@@ -104,6 +104,9 @@ struct CheckOptions {
   // Where the precompiled stand-in is kept across processes; empty:
   // $MFAGEN_CACHE_DIR, else $XDG_CACHE_HOME/mfagen, else ~/.cache/mfagen.
   std::filesystem::path cache_dir;
+  // Where the file's own headers are found besides its directory (Metal's
+  // -I; checked_headers.h): they are checked with it.
+  std::vector<std::filesystem::path> include_dirs;
 };
 
 // An environment failure of the checker itself (no stand-in header, clang

@@ -48,6 +48,7 @@ bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) |
 // the directive.
 struct IncludedHeader {
   bool is_include = false;
+  bool quoted = false;
   std::string_view header;
   size_t offset = 0;
 };
@@ -57,8 +58,11 @@ IncludedHeader included_header(std::string_view line) {
   if (line.substr(i, 7) != "include" && line.substr(i, 6) != "import") return {};
   while (i < line.size() && is_word_char(line[i])) ++i;
   while (i < line.size() && is_blank(line[i])) ++i;
-  IncludedHeader out{true, {}, std::min(i, line.size())};
+  IncludedHeader out;
+  out.is_include = true;
+  out.offset = std::min(i, line.size());
   if (i < line.size() && (line[i] == '<' || line[i] == '"')) {
+    out.quoted = line[i] == '"';
     size_t end = line.find(line[i] == '<' ? '>' : '"', i + 1);
     out.header = line.substr(i + 1, end == std::string_view::npos ? std::string_view::npos : end - i - 1);
   }
@@ -78,7 +82,7 @@ std::string annotation_text(std::string_view attribute) {
 
 class Lowering {
  public:
-  explicit Lowering(std::string_view source) : view_(source) {}
+  Lowering(std::string_view source, const HeaderFound& found) : view_(source), found_(found) {}
 
   LoweredMsl run() {
     check_includes();
@@ -152,13 +156,19 @@ class Lowering {
       const std::string line = tokens[i].text;
       IncludedHeader include = included_header(line);
       if (!include.is_include || allowed_header(include.header)) continue;
+      // The file's own headers, as Metal's compiler finds them.
+      if (!include.header.empty() && found_ && found_(include.header, include.quoted)) continue;
       finding(rules::kInclude, tokens[i].offset + include.offset,
               include.header.empty()
-                  ? fmt::format("only <metal_stdlib>, the <metal_*> headers and <{}> may be included",
+                  ? fmt::format("only <metal_stdlib>, the <metal_*> headers, <{}> and the file's own headers may be "
+                                "included",
                                 kTensorOpsHeader)
-                  : fmt::format("'{}' is not a Metal header: only <metal_stdlib>, the <metal_*> headers and <{}> may "
-                                "be included",
-                                include.header, kTensorOpsHeader));
+                  : fmt::format("'{}' is not a Metal header, and no such file is {}: only <metal_stdlib>, the "
+                                "<metal_*> headers, <{}> and the file's own headers may be included",
+                                include.header,
+                                include.quoted ? "next to the including file or in an -I directory"
+                                               : "in an -I directory",
+                                kTensorOpsHeader));
       std::string blank(line.size(), ' ');
       for (size_t j = 0; j < line.size(); ++j)
         if (line[j] == '\n') blank[j] = '\n';
@@ -271,12 +281,15 @@ class Lowering {
   }
 
   TokenView view_;
+  const HeaderFound& found_;
   std::vector<LexicalFinding> findings_;
 };
 
 }  // namespace
 
-LoweredMsl lower_for_check(std::string_view source) { return Lowering(source).run(); }
+LoweredMsl lower_for_check(std::string_view source, const HeaderFound& found) {
+  return Lowering(source, found).run();
+}
 
 LineColumn line_column(std::string_view text, size_t offset) {
   LineColumn lc;

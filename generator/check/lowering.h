@@ -37,14 +37,16 @@
 //     __cl_clang_function_pointers as the cpu backend's lowering does);
 //   - OpenCL-only keywords used as MSL identifiers (global, local, ...) are
 //     renamed (mfagen/msl/opencl_keywords.h);
-//   - #include of anything but <metal_*> and
-//     <MetalPerformancePrimitives/MetalPerformancePrimitives.h>, and `std::`
-//     names are lexical findings (the include line is blanked so parsing
-//     continues).
+//   - #include of anything but <metal_*>,
+//     <MetalPerformancePrimitives/MetalPerformancePrimitives.h> and the
+//     headers `found` finds (the file's own headers, which the checker
+//     lowers and checks with it), and `std::` names are lexical findings
+//     (the include line is blanked so parsing continues).
 // Every rewrite replaces single tokens; newlines are never added or
 // removed: lowered line n is original line n.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,7 +65,11 @@ struct LoweredMsl {
   std::vector<LexicalFinding> findings;
 };
 
-LoweredMsl lower_for_check(std::string_view source);
+// Whether an #include of `header` ("quoted", else <angled>) names a file the
+// checker checks with the including one (check.cpp, find_header).
+using HeaderFound = std::function<bool(std::string_view header, bool quoted)>;
+
+LoweredMsl lower_for_check(std::string_view source, const HeaderFound& found = {});
 
 // Line and column (1-based) of a byte offset.
 struct LineColumn {

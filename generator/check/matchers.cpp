@@ -326,10 +326,11 @@ class KernelSignatureRule : public Rule {
                                *index, name));
         }
       }
-      if (!binding)
+      if (!binding && !is_implicit_buffer(*param))
         report(rules::kKernelParameterAttribute, param->getLocation(),
                fmt::format("kernel parameter '{}' of '{}' has no attribute ([[buffer(n)]], [[threadgroup(n)]], "
-                           "[[thread_position_in_grid]], ...)",
+                           "[[thread_position_in_grid]], ...) and is not a device or constant pointer or reference, "
+                           "which Metal would bind to the next free buffer index",
                            name, fn->getNameAsString()));
     }
   }
@@ -357,33 +358,33 @@ RuleMatchers::~RuleMatchers() = default;
 
 void RuleMatchers::register_on(MatchFinder& finder) {
   auto cb = [&](size_t i) { return callbacks_[i].get(); };
-  finder.addMatcher(gotoStmt(isExpansionInMainFile()).bind("goto"), cb(0));
-  finder.addMatcher(addrLabelExpr(isExpansionInMainFile()).bind("goto"), cb(0));  // computed goto
-  finder.addMatcher(typeLoc(isExpansionInMainFile(), loc(qualType(realFloatingPointType()))).bind("type"), cb(1));
-  finder.addMatcher(floatLiteral(isExpansionInMainFile()).bind("literal"), cb(1));
-  finder.addMatcher(varDecl(isExpansionInMainFile(), isStaticLocal()).bind("var"), cb(2));
-  finder.addMatcher(cxxNewExpr(isExpansionInMainFile()).bind("new"), cb(3));
-  finder.addMatcher(cxxDeleteExpr(isExpansionInMainFile()).bind("delete"), cb(3));
-  finder.addMatcher(callExpr(isExpansionInMainFile(),
+  finder.addMatcher(gotoStmt(isExpansionInCheckedCode()).bind("goto"), cb(0));
+  finder.addMatcher(addrLabelExpr(isExpansionInCheckedCode()).bind("goto"), cb(0));  // computed goto
+  finder.addMatcher(typeLoc(isExpansionInCheckedCode(), loc(qualType(realFloatingPointType()))).bind("type"), cb(1));
+  finder.addMatcher(floatLiteral(isExpansionInCheckedCode()).bind("literal"), cb(1));
+  finder.addMatcher(varDecl(isExpansionInCheckedCode(), isStaticLocal()).bind("var"), cb(2));
+  finder.addMatcher(cxxNewExpr(isExpansionInCheckedCode()).bind("new"), cb(3));
+  finder.addMatcher(cxxDeleteExpr(isExpansionInCheckedCode()).bind("delete"), cb(3));
+  finder.addMatcher(callExpr(isExpansionInCheckedCode(),
                              callee(functionDecl(hasAnyName("::malloc", "::calloc", "::realloc", "::free",
                                                             "::aligned_alloc", "::posix_memalign"))))
                         .bind("alloc"),
                     cb(3));
-  finder.addMatcher(binaryOperator(isExpansionInMainFile(), isAssignmentOperator()).bind("assign"), cb(4));
-  finder.addMatcher(varDecl(isExpansionInMainFile(), hasInitializer(expr())).bind("var"), cb(5));
-  finder.addMatcher(binaryOperator(isExpansionInMainFile(), isAssignmentOperator()).bind("assign"), cb(5));
-  finder.addMatcher(callExpr(isExpansionInMainFile(), callee(functionDecl(isExpansionInMainFile()))).bind("call"),
+  finder.addMatcher(binaryOperator(isExpansionInCheckedCode(), isAssignmentOperator()).bind("assign"), cb(4));
+  finder.addMatcher(varDecl(isExpansionInCheckedCode(), hasInitializer(expr())).bind("var"), cb(5));
+  finder.addMatcher(binaryOperator(isExpansionInCheckedCode(), isAssignmentOperator()).bind("assign"), cb(5));
+  finder.addMatcher(callExpr(isExpansionInCheckedCode(), callee(functionDecl(isExpansionInCheckedCode()))).bind("call"),
                     cb(5));
-  finder.addMatcher(functionDecl(isExpansionInMainFile(), isDefinition()).bind("fn"), cb(6));
-  finder.addMatcher(cxxOperatorCallExpr(isExpansionInMainFile(), hasOverloadedOperatorName("=")).bind("copy"), cb(4));
-  finder.addMatcher(returnStmt(isExpansionInMainFile(), hasReturnValue(expr()),
+  finder.addMatcher(functionDecl(isExpansionInCheckedCode(), isDefinition()).bind("fn"), cb(6));
+  finder.addMatcher(cxxOperatorCallExpr(isExpansionInCheckedCode(), hasOverloadedOperatorName("=")).bind("copy"), cb(4));
+  finder.addMatcher(returnStmt(isExpansionInCheckedCode(), hasReturnValue(expr()),
                                forFunction(functionDecl().bind("returning")))
                         .bind("return"),
                     cb(5));
   finder.addMatcher(
-      cxxMemberCallExpr(isExpansionInMainFile(), callee(cxxMethodDecl(isExpansionInMainFile()))).bind("member"), cb(7));
+      cxxMemberCallExpr(isExpansionInCheckedCode(), callee(cxxMethodDecl(isExpansionInCheckedCode()))).bind("member"), cb(7));
   finder.addMatcher(
-      cxxOperatorCallExpr(isExpansionInMainFile(), callee(cxxMethodDecl(isExpansionInMainFile()))).bind("operator"),
+      cxxOperatorCallExpr(isExpansionInCheckedCode(), callee(cxxMethodDecl(isExpansionInCheckedCode()))).bind("operator"),
       cb(7));
 }
 
@@ -403,7 +404,7 @@ void build_reachable_call_graph(clang::CallGraph& graph, const std::vector<clang
       const clang::FunctionDecl* definition = nullptr;
       // Implicit members (a defaulted constructor) are left out, as the
       // graph's own traversal of a file leaves them out.
-      if (!function || !function->hasBody(definition) || definition->isImplicit() || in_main_file(*definition))
+      if (!function || !function->hasBody(definition) || definition->isImplicit() || in_checked_code(*definition))
         continue;
       if (traversed.insert(definition).second) reached.push_back(const_cast<clang::FunctionDecl*>(definition));
     }
@@ -417,9 +418,7 @@ void build_reachable_call_graph(clang::CallGraph& graph, const std::vector<clang
 void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
                     std::vector<Finding>& findings) {
   const clang::SourceManager& sm = context.getSourceManager();
-  auto in_main = [&](const clang::Decl* d) {
-    return d && sm.isWrittenInMainFile(sm.getExpansionLoc(d->getLocation()));
-  };
+  auto in_main = [&](const clang::Decl* d) { return d && in_checked_code(sm, d->getLocation()); };
   clang::CallGraph graph;
   build_reachable_call_graph(graph, top_level);
   const size_t first_finding = findings.size();
@@ -466,7 +465,7 @@ void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>&
       for (auto it = names.rbegin(); it != names.rend(); ++it) path += " -> " + *it;
       message = fmt::format("recursion through {} -> {}: recursion is not allowed in Metal", path, name);
     }
-    clang::SourceLocation at = first_call && in_main(start->getDecl()) && sm.isWrittenInMainFile(sm.getExpansionLoc(first_call->getBeginLoc()))
+    clang::SourceLocation at = first_call && in_main(start->getDecl()) && in_checked_code(sm, first_call->getBeginLoc())
                                    ? first_call->getBeginLoc()
                                    : start->getDecl()->getLocation();
     findings.push_back({rules::kRecursion, at, std::move(message)});

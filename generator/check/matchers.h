@@ -34,7 +34,7 @@ class RuleMatchers {
 
 // recursion: cycles of the call graph through functions of the checked file
 // (direct and indirect). The graph holds the functions of `top_level`
-// (main_file_decls) and every function they reach, in the stand-in too: a
+// (checked_code_decls) and every function they reach, in the stand-in too: a
 // cycle through the checked file lies within them.
 void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
                     std::vector<Finding>& findings);

@@ -1,5 +1,7 @@
 #include "check/signatures.h"
 
+#include <set>
+
 #include <clang/AST/DeclCXX.h>
 #include <clang/AST/RecursiveASTVisitor.h>
 #include <clang/Basic/SourceManager.h>
@@ -10,9 +12,8 @@
 namespace mfagen::check {
 namespace {
 
-bool located_in_main_file(const clang::ASTContext& context, clang::SourceLocation at) {
-  const clang::SourceManager& sm = context.getSourceManager();
-  return sm.isWrittenInMainFile(sm.getExpansionLoc(at));
+bool located_in_checked_code(const clang::ASTContext& context, clang::SourceLocation at) {
+  return in_checked_code(context.getSourceManager(), at);
 }
 
 // Kernel-scope `threadgroup T name[...]` declarations of a body.
@@ -80,7 +81,7 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const s
         continue;
       }
       const auto* fn = llvm::dyn_cast<clang::FunctionDecl>(d);
-      if (!fn || !fn->isThisDeclarationADefinition() || !located_in_main_file(context, fn->getLocation()) || !is_kernel(*fn))
+      if (!fn || !fn->isThisDeclarationADefinition() || !located_in_checked_code(context, fn->getLocation()) || !is_kernel(*fn))
         continue;
       if (fn->getTemplatedKind() == clang::FunctionDecl::TK_FunctionTemplateSpecialization && !host_name(*fn))
         continue;  // an implicit instantiation: not an entry point
@@ -95,6 +96,16 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const s
           if (is_builtin_attribute(a.name))
             k.builtins.push_back({a.name, param->getName().str(), metal_type_name(param->getType(), context)});
         }
+      }
+      // Buffers without [[buffer(n)]]: the lowest indices left, in declaration order.
+      std::set<uint32_t> taken;
+      for (const BufferParam& b : k.buffers) taken.insert(b.index);
+      uint32_t next_free = 0;
+      for (const clang::ParmVarDecl* param : fn->parameters()) {
+        if (!is_implicit_buffer(*param)) continue;
+        while (taken.contains(next_free)) ++next_free;
+        k.buffers.push_back(buffer_param(*param, next_free, context));
+        taken.insert(next_free);
       }
       if (fn->hasBody()) {
         ThreadgroupVariables visitor(context);
@@ -118,7 +129,7 @@ std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& cont
   auto visit = [&](const clang::Decl* d) {
     if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) pending.push_back(ns);
     const auto* var = llvm::dyn_cast<clang::VarDecl>(d);
-    if (!var || !located_in_main_file(context, var->getLocation())) return;
+    if (!var || !located_in_checked_code(context, var->getLocation())) return;
     for (const MslAttribute& a : msl_attributes(*var)) {
       if (a.name != "function_constant") continue;
       FunctionConstant c;

@@ -15,7 +15,7 @@ namespace mfagen::check {
 // Maps a location to its line in the original (unlowered) file.
 using LineOf = std::function<unsigned(clang::SourceLocation)>;
 
-// `top_level` is main_file_decls(context) (ast_support.h): the checked
+// `top_level` is checked_code_decls(context) (ast_support.h): the checked
 // file's kernels and constants are all within them.
 std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
                                              const LineOf& line_of);

@@ -88,12 +88,12 @@ class BodyScanner : public clang::RecursiveASTVisitor<BodyScanner> {
   bool VisitCallExpr(clang::CallExpr* call) {
     const clang::FunctionDecl* callee = call->getDirectCallee();
     const clang::FunctionDecl* definition = nullptr;
-    if (callee && callee->hasBody(definition) && in_main_file(*definition)) facts_.callees.push_back(definition);
+    if (callee && callee->hasBody(definition) && in_checked_code(*definition)) facts_.callees.push_back(definition);
     return true;
   }
   bool VisitCXXConstructExpr(clang::CXXConstructExpr* e) {
     const clang::FunctionDecl* definition = nullptr;
-    if (e->getConstructor() && e->getConstructor()->hasBody(definition) && in_main_file(*definition))
+    if (e->getConstructor() && e->getConstructor()->hasBody(definition) && in_checked_code(*definition))
       facts_.callees.push_back(definition);
     return true;
   }
@@ -168,7 +168,7 @@ class SpaceScanner : public clang::RecursiveASTVisitor<SpaceScanner> {
   }
 
  private:
-  bool in_main(clang::SourceLocation at) const { return sm_.isWrittenInMainFile(sm_.getExpansionLoc(at)); }
+  bool in_main(clang::SourceLocation at) const { return in_checked_code(sm_, at); }
   void check(clang::QualType type, clang::SourceLocation at, const std::string& what) {
     if (type.isNull() || type->isDependentType()) return;
     clang::QualType target = type;
@@ -216,7 +216,7 @@ void find_tensor_op_misuse(clang::ASTContext& context, const std::vector<clang::
       findings.push_back({rules::kTensorOpScope, at, std::move(message)});
   };
   for (const clang::FunctionDecl* fn : functions) {
-    if (!in_main_file(*fn)) continue;
+    if (!in_checked_code(*fn)) continue;
     for (const auto& [n, at] : scan(*fn).scopes)
       if (n > kMaxSimdgroups)
         report(at, fmt::format("execution_simdgroups<{}> needs {} threads per threadgroup: a threadgroup has at most "

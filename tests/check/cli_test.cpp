@@ -85,6 +85,67 @@ TEST_F(CheckCli, RuleFindingsExitOne) {
       << r.err;
 }
 
+// A file's own headers, found as Metal's compiler finds them: a quoted one
+// next to the including file (also inside another header's directory), an
+// angled one and a quoted one through -I. They are checked with the file:
+// the kernel uses what they define, and the file is clean.
+TEST_F(CheckCli, OwnHeadersNextToTheFileAndThroughMinusIAreCheckedWithIt) {
+  fs::create_directories(dir_ / "lib" / "ops");
+  fs::create_directories(dir_ / "include" / "proj");
+  write("lib/ops/scale.h", "#pragma once\n#include \"twice.h\"\ninline float scale(float x) { return twice(x) * 3.0f; }\n");
+  // What a header keeps for C hosts, in a block the preprocessor skips for Metal, is not checked.
+  write("lib/ops/twice.h",
+        "#pragma once\n#if defined(HOST_C_API)\n#include <stdint.h>\ninline int64_t host_only() { return std::abs(1); }\n"
+        "#endif\ninline float twice(float x) { return 2.0f * x; }\n");
+  write("include/proj/bias.h", "#pragma once\ninline float bias() { return 0.5f; }\n");
+  write("include/proj/shift.h",
+        "#pragma once\n#include <metal_stdlib>\ninline float shift(device const float* p) { return p[1]; }\n");
+  fs::path file = write("own.metal",
+                        "#include <metal_stdlib>\n#include \"lib/ops/scale.h\"\n#include <proj/bias.h>\n"
+                        "#include \"proj/shift.h\"\n#ifdef HOST_C_API\n#include <cstdint>\n#endif\n"
+                        "using namespace metal;\n"
+                        "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+                        "  out[i] = scale(out[i]) + bias() + shift(out);\n}\n");
+  test::ProcessResult r = mfagen({"check", "-I", (dir_ / "include").string(), file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find(file.string() + ": ok (1 kernel,"), std::string::npos) << r.out;
+  // Without -I the angled and the -I quoted header are not found: include findings at their lines.
+  test::ProcessResult without = mfagen({"check", file.string()});
+  EXPECT_EQ(without.exit_code, 1);
+  EXPECT_NE(without.err.find(file.string() + ":3:10: error: 'proj/bias.h' is not a Metal header, and no such file "
+                                             "is in an -I directory"),
+            std::string::npos)
+      << without.err;
+  EXPECT_NE(without.err.find(file.string() + ":4:10: error: 'proj/shift.h' is not a Metal header, and no such "
+                                             "file is next to the including file or in an -I directory"),
+            std::string::npos)
+      << without.err;
+}
+
+// Metal's rules hold in the file's own headers too, and their findings and
+// clang's errors name the header, at the line and column written there.
+TEST_F(CheckCli, FindingsInAnOwnHeaderNameTheHeader) {
+  fs::path header = write("helpers.h",
+                          "#pragma once\n"
+                          "inline float widen(device const float* p) {\n"
+                          "  double d = p[0];\n"
+                          "  return float(d) + missing_name;\n"
+                          "}\n");
+  fs::path file = write("uses.metal",
+                        "#include <metal_stdlib>\n#include \"helpers.h\"\nusing namespace metal;\n"
+                        "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+                        "  out[i] = widen(out);\n}\n");
+  test::ProcessResult r = mfagen({"check", file.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string at = fs::absolute(header).lexically_normal().string();
+  EXPECT_NE(r.err.find(at + ":3:3: error: 'double' is not supported by Metal (use float) [double]"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(at + ":4:21: error: use of undeclared identifier 'missing_name' [compile-error]"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CheckCli, GeneratedKernelsPassWithTheirManifest) {
   fs::path out = dir_ / "out";
   test::ProcessResult g = mfagen({"generate", std::string(MFAGEN_SOURCE_DIR) + "/specs/llama.json", "-o",

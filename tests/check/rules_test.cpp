@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "check/check.h"
@@ -313,6 +314,24 @@ TEST(CheckRules, KernelParameterWithoutAttribute) {
       "kernel void k(device float* out [[buffer(0)]],\n"
       "              uint count) {  // HERE\n  out[0] = count;\n}\n",
       rules::kKernelParameterAttribute);
+}
+
+// llama.cpp's kernels leave [[buffer(n)]] off device and constant pointers
+// and references; Metal binds them to the lowest indices no other parameter
+// names, in declaration order, as the cpu backend does. Valid, and the
+// signature says where each one is bound.
+TEST(CheckRules, ImplicitBufferIndicesAreTheLowestFreeInDeclarationOrder) {
+  const std::string source = kHeader +
+                             "struct Args { int n; };\n"
+                             "kernel void k(constant Args& args, device const float* src [[buffer(0)]],\n"
+                             "              device float* dst, uint i [[thread_position_in_grid]]) {\n"
+                             "  if (int(i) < args.n) dst[i] = src[i];\n}\n";
+  CheckResult r = check_both_ways(source, "implicit.metal");
+  EXPECT_TRUE(r.ok()) << dump(r);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  std::map<std::string, uint32_t> index;
+  for (const BufferParam& b : r.kernels[0].buffers) index[b.name] = b.index;
+  EXPECT_EQ(index, (std::map<std::string, uint32_t>{{"src", 0u}, {"args", 1u}, {"dst", 2u}}));
 }
 
 TEST(CheckRules, KernelParameterBufferOnValue) {

@@ -190,7 +190,8 @@ TEST(CheckTensorOps, IncludesOfTheTensorHeaders) {
   expect_clean("kernel void k(device float* out [[buffer(0)]]) { out[0] = 1.0f; }\n");
   expect_rule(
       "#include <MetalPerformancePrimitives/MPPTensorOpsMatMul2d.h>  // HERE\n", rules::kInclude,
-      "only <metal_stdlib>, the <metal_*> headers and <MetalPerformancePrimitives/MetalPerformancePrimitives.h>");
+      "only <metal_stdlib>, the <metal_*> headers, <MetalPerformancePrimitives/MetalPerformancePrimitives.h> and "
+      "the file's own headers may be included");
 }
 
 // A scope's SIMD groups reached through helper functions and templated
