@@ -52,9 +52,13 @@ METAL_FUNC void simdgroup_barrier(mem_flags flags) {
 }
 
 // ---- exchange helper --------------------------------------------------------
+// The lanes' values are the executor's memory, read through a private
+// pointer: what a collective moves are registers on the GPU, which no
+// detector watches, and a generic pointer would send every read of them
+// through the detectors' buffer scans (a quarter of a decode test's time).
 template <class T>
 struct __mf_xchg {
-  const char* slots;
+  const __private char* slots;
   uint mask;
   METAL_FUNC bool active(uint lane) const { return lane < 32u && ((mask >> lane) & 1u) != 0u; }
   METAL_FUNC T at(uint lane) const {
@@ -69,7 +73,7 @@ METAL_FUNC __mf_xchg<T> __mf_exchange(T v) {
   static_assert(__is_trivially_copyable(T), "simd collectives: the value must be trivially copyable");
   uint mask = 0;
   const void* s = __mf_simd_exchange(&v, sizeof(T), &mask);
-  __mf_xchg<T> x = {static_cast<const char*>(s), mask};
+  __mf_xchg<T> x = {(const __private char*)s, mask};
   return x;
 }
 
