@@ -105,7 +105,12 @@ const std::vector<uint64_t> kQueries = {70, 1, 1, 1};
 const std::vector<uint64_t> kKeys = {80, 160, 96, 400};
 
 struct ServingSpecs {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "mfagen_serving_profile_test";
+  // One directory per test: ctest runs this file's tests as concurrent
+  // processes, and one test's destructor removed the spec file another was
+  // about to read (a CI-like run failed so).
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("mfagen_serving_profile_" +
+                               std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   std::filesystem::path file = dir / "serving.json";
   ServingSpecs() {
     std::filesystem::create_directories(dir);
