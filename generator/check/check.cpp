@@ -444,9 +444,6 @@ struct ClangParse {
   bool setup_failed = false;  // clang could not set the parse up (e.g. it refused the PCH)
 };
 
-// One clang parse of the lowered file: with `pch`, the stand-in comes
-// precompiled (-include-pch); without, the prelude is included and the
-// stand-in parsed where the file includes it.
 // What every parse of one checked file shares.
 struct ParseSetup {
   std::string main_path;  // where clang sees the lowered file
@@ -455,6 +452,9 @@ struct ParseSetup {
   const std::vector<std::filesystem::path>& include_dirs;
 };
 
+// One clang parse of the lowered file: with `pch`, the stand-in comes
+// precompiled (-include-pch); without, the prelude is included and the
+// stand-in parsed where the file includes it.
 ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, const ParseSetup& setup,
                          const PrecompiledStandin* pch) {
   const std::string& main_path = setup.main_path;
