@@ -62,21 +62,42 @@ void require_nonempty(const HostTensor& t) {
       throw CallError(fmt::format("{}: shape {} has an empty dimension", t.name, io::shape_repr(t.shape)));
 }
 
-MaskBuffer mask_buffer(const HostTensor& mask, const spec::KernelSpec& kernel, const AttentionShape& shape) {
-  mask.check_layout();
+namespace {
+
+// The dimension of (B, Hq, Sq, Sk) the mask's first dimension stands for,
+// after checking that it has 2 to 4 dimensions broadcasting to them.
+size_t broadcast_offset(const HostTensor& mask, const AttentionShape& shape) {
   const std::array<uint64_t, 4> full = {shape.batch, shape.heads_q, shape.seq_q, shape.seq_k};
   const std::vector<uint64_t> full_shape(full.begin(), full.end());
   if (mask.shape.size() < 2 || mask.shape.size() > 4)
     throw CallError(fmt::format("{}: expected 2 to 4 dimensions broadcastable to (B, Hq, Sq, Sk) = {}, found shape {}",
                                 mask.name, io::shape_repr(full_shape), io::shape_repr(mask.shape)));
-  std::array<uint64_t, 4> extents{1, 1, 1, 1};
   const size_t skip = 4 - mask.shape.size();
-  for (size_t d = 0; d < mask.shape.size(); ++d) {
+  for (size_t d = 0; d < mask.shape.size(); ++d)
     if (mask.shape[d] != 1 && mask.shape[d] != full[skip + d])
       throw CallError(fmt::format("{}: shape {} does not broadcast to (B, Hq, Sq, Sk) = {}", mask.name,
                                   io::shape_repr(mask.shape), io::shape_repr(full_shape)));
-    extents[skip + d] = mask.shape[d];
-  }
+  return skip;
+}
+
+// The strides over (B, Hq, Sq, Sk) of memory holding the mask with these
+// element strides: 0 along the dimensions it broadcasts.
+std::array<uint64_t, 4> strides_over_call(const HostTensor& mask, size_t skip, const std::vector<int64_t>& strides) {
+  std::array<uint64_t, 4> out{};
+  for (size_t d = 0; d < mask.shape.size(); ++d) out[skip + d] = mask.shape[d] == 1 ? 0 : uint64_t(strides[d]);
+  return out;
+}
+
+}  // namespace
+
+std::array<uint64_t, 4> mask_broadcast_strides(const HostTensor& mask, const AttentionShape& shape) {
+  mask.check_layout();
+  return strides_over_call(mask, broadcast_offset(mask, shape), mask.element_strides());
+}
+
+MaskBuffer mask_buffer(const HostTensor& mask, const spec::KernelSpec& kernel, const AttentionShape& shape) {
+  mask.check_layout();
+  const size_t skip = broadcast_offset(mask, shape);
   MaskBuffer m;
   if (kernel.mask == spec::MaskKind::boolean) {
     if (mask.dtype != HostDType::boolean)
@@ -100,8 +121,7 @@ MaskBuffer mask_buffer(const HostTensor& mask, const spec::KernelSpec& kernel, c
     }
     m.buffer = kernel_buffer(mask, kernel.dtype, true);
   }
-  for (size_t d = 0; d < mask.shape.size(); ++d)
-    m.strides[skip + d] = mask.shape[d] == 1 ? 0 : uint64_t(m.buffer.strides[d]);
+  m.strides = strides_over_call(mask, skip, m.buffer.strides);
   return m;
 }
 

@@ -42,6 +42,10 @@ struct MaskBuffer {
 // A bool mask for mask "bool" kernels, float values (NaN and +inf refused)
 // for "additive" ones, of 2 to 4 dimensions broadcasting to (B, Hq, Sq, Sk).
 MaskBuffer mask_buffer(const HostTensor& mask, const spec::KernelSpec& kernel, const AttentionShape& shape);
+// The strides over (B, Hq, Sq, Sk) of a mask bound as it is (its layout,
+// rank and broadcast checked as above; its values and dtype not read): the
+// MPS bridge, which binds any mask in place and checks values on the device.
+std::array<uint64_t, 4> mask_broadcast_strides(const HostTensor& mask, const AttentionShape& shape);
 
 struct SlopeBuffer {
   std::vector<float> slopes;

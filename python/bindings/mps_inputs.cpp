@@ -28,17 +28,8 @@ std::array<uint64_t, 4> mask_strides(const MpsTensor& mask, const spec::KernelSp
   const bool additive = kernel.mask != spec::MaskKind::boolean;
   require_dtype(mask, additive ? session::host_dtype_of(kernel.dtype) : session::HostDType::boolean,
                 additive ? "an additive mask has the kernel's dtype" : "the kernel takes a bool mask");
-  // session::mask_buffer's rank, broadcast and layout checks and strides, described to it as a bool mask:
-  // its additive branch would also read every value (the NaN/+inf check), which on MPS runs on the device.
-  // Strides count elements, so they are the same for either dtype; broadcast dimensions keep stride 0.
-  static const spec::KernelSpec bool_mask_kernel = [] {
-    spec::KernelSpec s;
-    s.mask = spec::MaskKind::boolean;
-    return s;
-  }();
-  session::HostTensor layout = mask.layout();
-  layout.dtype = session::HostDType::boolean;
-  return session::mask_buffer(layout, bool_mask_kernel, shape).strides;
+  // Bound in place; its values are checked on the device (mfagen/_mps.py), never read here.
+  return session::mask_broadcast_strides(mask.layout(), shape);
 }
 
 bool alibi_per_batch(const MpsTensor& slopes, const AttentionShape& shape) {
