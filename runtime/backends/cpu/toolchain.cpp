@@ -39,6 +39,12 @@ std::filesystem::path this_library_dir() {
   return (error ? std::filesystem::path(info.dli_fname) : file).parent_path();
 }
 
+// A program the cpu backend runs: $ENV, else the one found at build time,
+// else `name` in PATH (an installed copy on a machine where it lives elsewhere).
+std::string program(const char* env, const char* found_at_build, const char* name) {
+  return env_or(env, std::filesystem::exists(found_at_build) ? found_at_build : name);
+}
+
 // The run-time files the cpu backend needs besides clang: the Metal stand-in
 // headers every kernel includes and the instrumentation plugin clang loads.
 struct RuntimeFiles {
@@ -100,10 +106,8 @@ std::filesystem::path unique_temp(const std::filesystem::path& dir, std::string_
 const Toolchain& toolchain() {
   static const Toolchain instance = [] {
     Toolchain t;
-    // The clang-16 found at build time, else clang-16 in PATH (an installed
-    // copy on a machine where it lives elsewhere); $MFAGEN_CLANG first.
-    t.clang = env_or("MFAGEN_CLANG", std::filesystem::exists(MFAGEN_DEFAULT_CLANG) ? MFAGEN_DEFAULT_CLANG : "clang-16");
-    t.linker = env_or("MFAGEN_LD", std::filesystem::exists(MFAGEN_DEFAULT_LD) ? MFAGEN_DEFAULT_LD : "ld");
+    t.clang = program("MFAGEN_CLANG", MFAGEN_DEFAULT_CLANG, "clang-16");
+    t.linker = program("MFAGEN_LD", MFAGEN_DEFAULT_LD, "ld");
     RuntimeFiles files = runtime_files();
     t.standin_dir = std::move(files.standin_dir);
     t.plugin = std::move(files.plugin);
