@@ -418,7 +418,7 @@ void build_reachable_call_graph(clang::CallGraph& graph, const std::vector<clang
 void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
                     std::vector<Finding>& findings) {
   const clang::SourceManager& sm = context.getSourceManager();
-  auto in_main = [&](const clang::Decl* d) { return d && in_checked_code(sm, d->getLocation()); };
+  auto in_checked = [&](const clang::Decl* d) { return d && in_checked_code(*d); };
   clang::CallGraph graph;
   build_reachable_call_graph(graph, top_level);
   const size_t first_finding = findings.size();
@@ -429,7 +429,7 @@ void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>&
     // Start at the first function of the checked file (in source order).
     const clang::CallGraphNode* start = nullptr;
     for (const clang::CallGraphNode* n : nodes)
-      if (in_main(n->getDecl()) &&
+      if (in_checked(n->getDecl()) &&
           (!start || sm.isBeforeInTranslationUnit(n->getDecl()->getLocation(), start->getDecl()->getLocation())))
         start = n;
     if (!start) continue;
@@ -465,7 +465,7 @@ void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>&
       for (auto it = names.rbegin(); it != names.rend(); ++it) path += " -> " + *it;
       message = fmt::format("recursion through {} -> {}: recursion is not allowed in Metal", path, name);
     }
-    clang::SourceLocation at = first_call && in_main(start->getDecl()) && in_checked_code(sm, first_call->getBeginLoc())
+    clang::SourceLocation at = first_call && in_checked(start->getDecl()) && in_checked_code(sm, first_call->getBeginLoc())
                                    ? first_call->getBeginLoc()
                                    : start->getDecl()->getLocation();
     findings.push_back({rules::kRecursion, at, std::move(message)});

@@ -12,10 +12,6 @@
 namespace mfagen::check {
 namespace {
 
-bool located_in_checked_code(const clang::ASTContext& context, clang::SourceLocation at) {
-  return in_checked_code(context.getSourceManager(), at);
-}
-
 // Kernel-scope `threadgroup T name[...]` declarations of a body.
 class ThreadgroupVariables : public clang::RecursiveASTVisitor<ThreadgroupVariables> {
  public:
@@ -81,7 +77,7 @@ std::vector<KernelSignature> extract_kernels(clang::ASTContext& context, const s
         continue;
       }
       const auto* fn = llvm::dyn_cast<clang::FunctionDecl>(d);
-      if (!fn || !fn->isThisDeclarationADefinition() || !located_in_checked_code(context, fn->getLocation()) || !is_kernel(*fn))
+      if (!fn || !fn->isThisDeclarationADefinition() || !in_checked_code(*fn) || !is_kernel(*fn))
         continue;
       if (fn->getTemplatedKind() == clang::FunctionDecl::TK_FunctionTemplateSpecialization && !host_name(*fn))
         continue;  // an implicit instantiation: not an entry point
@@ -129,7 +125,7 @@ std::vector<FunctionConstant> extract_function_constants(clang::ASTContext& cont
   auto visit = [&](const clang::Decl* d) {
     if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(d)) pending.push_back(ns);
     const auto* var = llvm::dyn_cast<clang::VarDecl>(d);
-    if (!var || !located_in_checked_code(context, var->getLocation())) return;
+    if (!var || !in_checked_code(*var)) return;
     for (const MslAttribute& a : msl_attributes(*var)) {
       if (a.name != "function_constant") continue;
       FunctionConstant c;

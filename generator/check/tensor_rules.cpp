@@ -158,17 +158,16 @@ class SpaceScanner : public clang::RecursiveASTVisitor<SpaceScanner> {
   bool shouldVisitTemplateInstantiations() const { return true; }
 
   bool VisitValueDecl(clang::ValueDecl* decl) {
-    if (llvm::isa<clang::FunctionDecl>(decl) || !in_main(decl->getLocation())) return true;
+    if (llvm::isa<clang::FunctionDecl>(decl) || !in_checked_code(sm_, decl->getLocation())) return true;
     check(decl->getType(), decl->getLocation(), fmt::format("'{}'", decl->getNameAsString()));
     return true;
   }
   bool VisitExplicitCastExpr(clang::ExplicitCastExpr* cast) {
-    if (in_main(cast->getBeginLoc())) check(cast->getTypeAsWritten(), cast->getBeginLoc(), "a cast");
+    if (in_checked_code(sm_, cast->getBeginLoc())) check(cast->getTypeAsWritten(), cast->getBeginLoc(), "a cast");
     return true;
   }
 
  private:
-  bool in_main(clang::SourceLocation at) const { return in_checked_code(sm_, at); }
   void check(clang::QualType type, clang::SourceLocation at, const std::string& what) {
     if (type.isNull() || type->isDependentType()) return;
     clang::QualType target = type;
