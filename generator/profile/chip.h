@@ -73,6 +73,19 @@ struct Chip {
 };
 
 // The numeric fields of a table, in file order: name, member, what it means.
+// The share of a chip's advertised DRAM bandwidth that a GPU streaming read
+// sustains: the median of three public measurements, each of a plain stream
+// on the GPU against the chip's advertised figure (docs/cost_model.md, [BW]):
+// M1 Ultra 680 of 800 GB/s (0.85), M5 Max 530 of 614 (0.86), M5 122 of
+// 153.6 (0.79). No GPU streams at its advertised bandwidth; the model had
+// charged compulsory bytes at 100% of it. Every kernel's DRAM bound uses it.
+inline constexpr double kDramStreamingFraction = 0.85;
+
+// GB/s a bandwidth-bound launch can reach on `chip` (the DRAM bound's rate).
+inline double streaming_dram_bandwidth_gbs(const Chip& chip) {
+  return kDramStreamingFraction * chip.dram_bandwidth_gbs;
+}
+
 struct ChipField {
   std::string_view name;
   double Chip::*member;

@@ -504,7 +504,8 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
   }
   p.waves = static_cast<double>(total) / static_cast<double>(slots);
 
-  // Compulsory bytes come from DRAM once; every byte past the core's L1
+  // Compulsory bytes come from DRAM once, at the rate a streaming read
+  // sustains (kDramStreamingFraction); every byte past the core's L1
   // passes through the L2 / system-level cache. A threadgroup's re-reads of a
   // line it already read are L1 hits (when the profile measured them; their
   // issue slots are counted as load instructions); writes all go out.
@@ -512,7 +513,7 @@ LaunchPrediction predict_launch(const Chip& c, const LaunchWork& l) {
                              ? static_cast<double>(std::min(l.device_bytes_read_past_l1, l.device_bytes_read))
                              : static_cast<double>(l.device_bytes_read);
   p.device_memory_seconds =
-      std::max(static_cast<double>(l.device_bytes_unique) / (c.dram_bandwidth_gbs * 1e9),
+      std::max(static_cast<double>(l.device_bytes_unique) / (streaming_dram_bandwidth_gbs(c) * 1e9),
                (past_l1 + static_cast<double>(l.device_bytes_written)) / (c.cache_bandwidth_gbs * 1e9));
   p.threadgroup_memory_seconds = static_cast<double>(l.threadgroup_bytes_read + l.threadgroup_bytes_written) /
                                  (c.threadgroup_bandwidth_bytes_per_cycle_per_core * c.gpu_cores * c.clock_ghz * 1e9);
