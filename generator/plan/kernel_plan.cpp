@@ -61,10 +61,10 @@ void refuse_unimplemented(const spec::KernelSpec& s) {
     refuse(s, "dropout",
            "dropout is a training feature (kind forward or backward on dense k and v); decode, paged and quantized "
            "caches serve inference: leave dropout out");
-  if (s.mods.any() && (s.layout == spec::Layout::varlen || spec::kv_quantized(s.kv_dtype)))
+  if (s.mods.any() && s.layout == spec::Layout::varlen)
     refuse(s, s.mods.score_mod.empty() ? "mask_mod" : "score_mod",
-           "score_mod and mask_mod compile into kernels on dense queries in this version (layout dense, k and v "
-           "in the spec's dtype; a paged cache with the forward and decode)");
+           "score_mod and mask_mod compile into kernels on dense queries in this version (layout dense; dense, "
+           "paged and quantized caches with the forward and decode)");
   if (s.kind == spec::Kind::backward && expr::gradient_captures(s.mods).size() > expr::kMaxCaptureGradients)
     refuse(s, "score_mod",
            fmt::format("the backward writes a gradient for each float captured tensor score_mod reads, at most {} "

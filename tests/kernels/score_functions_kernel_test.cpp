@@ -145,6 +145,42 @@ TEST(ScoreFunctionsDecode, ScoreModAndMaskModMatchTheFloat64Reference) {
   }
 }
 
+// score_mod and mask_mod on quantized caches (q8_0, q4_0, fp8_e4m3): the
+// functions act on the scores of the dequantized keys, so every cache a
+// serving engine keeps takes them, dense or paged, forward or decode. The
+// reference dequantizes with reference/quantized_kv and applies the same
+// functions in float64.
+TEST(ScoreFunctionsQuantizedCache, ScoreModAndMaskModMatchTheFloat64Reference) {
+  struct Variant {
+    Kind kind;
+    spec::KvDType kv;
+    bool paged;
+  };
+  for (const Variant v : {Variant{Kind::forward, spec::KvDType::q8_0, false},
+                          Variant{Kind::forward, spec::KvDType::q4_0, true},
+                          Variant{Kind::decode, spec::KvDType::fp8_e4m3, false},
+                          Variant{Kind::decode, spec::KvDType::q8_0, true}}) {
+    const bool decode = v.kind == Kind::decode;
+    ForwardCase c = base(v.kind, DType::float16, decode ? 2 : 40, 300);
+    c.kv_dtype = v.kv;
+    c.causal = Causal::bottom_right;
+    if (decode) {
+      c.heads_q = 8;
+      c.splits = 3;
+    }
+    if (v.paged) {
+      c.page_size = 16;
+      c.cache_lengths = {300, 170};
+    }
+    c.mods = relative_bias_case(shape_of(c), 51);
+    const ForwardOutcome with_bias = run_forward_case(c);
+    EXPECT_TRUE(with_bias.ok()) << c.describe() << "\n" << with_bias.report();
+    c.mods = document_mask_case(shape_of(c), 53, 3);
+    const ForwardOutcome with_documents = run_forward_case(c);
+    EXPECT_TRUE(with_documents.ok()) << c.describe() << "\n" << with_documents.report();
+  }
+}
+
 // A BlockMask reused: the block classes computed in a call of their own
 // (BlockClasses::only) and handed to the forward (given) give the float64
 // reference's results and the very bits of the forward that computes them.

@@ -111,11 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "head_dim (48) and head_dim_v (48) must be multiples of 32"},
         Refusal{R"({"dtype": "float16", "head_dim": 64, "layout": "varlen", "mask_mod": "kv_idx < 8", "name": "m"})",
                 "p.json: mask_mod: m: score_mod and mask_mod compile into kernels on dense queries in this version "
-                "(layout dense, k and v in the spec's dtype; a paged cache with the forward and decode)"},
-        Refusal{R"({"dtype": "float16", "head_dim": 64, "kv_cache": "paged", "kv_dtype": "q8_0", "score_mod": "score",
-                    "name": "p"})",
-                "p.json: score_mod: p: score_mod and mask_mod compile into kernels on dense queries in this version "
-                "(layout dense, k and v in the spec's dtype; a paged cache with the forward and decode)"}));
+                "(layout dense; dense, paged and quantized caches with the forward and decode)"}));
 
 // Two key groups of four simdgroups: each simdgroup has 64 / (8 x 4) = 2 row
 // tiles, 2 x 32 keys are staged per step (K and V resident: 2 x 64 x 64 x 2
