@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "forward_harness.h"
+#include "score_functions_harness.h"
 #include "serving_harness.h"
 
 namespace mfagen::test {
@@ -111,6 +112,18 @@ std::vector<ForwardCase> features() {
   for (spec::KvDType q : {spec::KvDType::q8_0, spec::KvDType::q4_0, spec::KvDType::fp8_e4m3}) {
     ForwardCase f = with(kF16, 64, 0, kNone, 24, 70);
     f.kv_dtype = q;
+    cases.push_back(f);
+  }
+  {  // a serving cache: paged, q8_0, with a score_mod and then a mask_mod
+    ForwardCase f = with(kF16, 64, 0, kBottomRight, 20, 0);
+    f.page_size = 16;
+    f.cache_lengths = {60, 90};
+    f.heads_q = 4;
+    f.heads_kv = 2;
+    f.kv_dtype = spec::KvDType::q8_0;
+    f.mods = relative_bias_case(RecipeShape{2, 4, 20, 90}, 61);
+    cases.push_back(f);
+    f.mods = document_mask_case(RecipeShape{2, 4, 20, 90}, 67, 3);
     cases.push_back(f);
   }
   return cases;
