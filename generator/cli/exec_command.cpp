@@ -42,6 +42,7 @@ struct ExecArgs {
   bool no_detectors = false;
   unsigned workers = 0;
   uint32_t tensor_layout_seed = 0;  // cooperative-tensor layout permutation (0: default layout)
+  bool lockstep = false;            // cpu::LaunchOptions::lockstep
   bool stats = false;
   bool profile = false;
   std::string name;           // profile: the kernel's label in reports
@@ -181,6 +182,10 @@ int run_exec(const ExecArgs& args) {
   launch.threadgroup_bytes = parse_threadgroup_bytes(args.threadgroup_bytes);
   launch.workers = args.workers;
   launch.tensor_layout_seed = args.tensor_layout_seed;
+  launch.lockstep = args.lockstep;
+  if (args.lockstep && args.no_detectors)
+    throw UserError("--lockstep: the lanes take turns at their threadgroup accesses, which only an instrumented "
+                   "kernel reports: drop --no-detectors");
   if (args.no_detectors) launch.detectors = {false, false, false, false};
 
   if (args.profile) {
@@ -278,6 +283,10 @@ void register_exec_command(CLI::App& app, CommandAction& action) {
                    "stand-in's default layout); a kernel that guesses slot positions instead of asking the "
                    "cooperative tensor fails under a nonzero seed")
       ->type_name("N");
+  exec->add_flag("--lockstep", args->lockstep,
+                 "run each simdgroup's lanes in lockstep at threadgroup memory accesses, as a GPU does (code that "
+                 "relies on it without a barrier still gets its data-race finding; by default each thread runs to "
+                 "its next barrier or collective)");
   exec->add_flag("--stats", args->stats, "also print compile time and per-buffer traffic");
   exec->add_flag("--profile", args->profile,
                  "count what the launch executes and predict its time per Apple GPU (a model; see mfagen profile)");

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 
@@ -253,6 +254,66 @@ TEST(DataRace, LockstepTwinWithASimdgroupBarrierIsClean) {
   auto result = run(*module, "read_barrier_then_leader_writes", {1, 1, 1}, {32, 1, 1}, {bind(0, x), bind(1, y)});
   EXPECT_TRUE(IsClean(result));
   for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 528.0f) << i;
+}
+
+// Lockstep lanes (LaunchOptions::lockstep), as a GPU runs a simdgroup: every
+// lane reads before lane 0 writes, so every lane sums the 32 words; the race
+// is still reported, because Metal's memory model does not order the accesses.
+TEST(Lockstep, LanesReadBeforeTheLeaderWritesAsOnAGpu) {
+  auto module = compile_bug("race_simd_lockstep.metal");
+  std::vector<float> x = iota_floats(32), y(32, -1.0f);
+  cpu::LaunchOptions options;
+  options.threadgroups = {1, 1, 1};
+  options.threads_per_threadgroup = {32, 1, 1};
+  options.buffers = {bind(0, x), bind(1, y)};
+  options.lockstep = true;
+  auto result = cpu::launch(*module, "read_then_leader_writes", options);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 528.0f) << i;
+  EXPECT_TRUE(FindingsAt(result, FindingKind::data_race, "read_then_leader_writes", "race_simd_lockstep.metal",
+                         {"MARK: read", "MARK: write"}));
+}
+
+// Two simdgroups whose lanes each read the word their neighbour lane has just
+// written: in lockstep every store of the instruction precedes every load, so
+// each lane reads its neighbour's new word; by default lane 0 runs to its end
+// first and reads a word lane 1 has not written (an uninitialized read).
+TEST(Lockstep, EveryLaneSeesItsNeighboursStoreOfTheSameInstruction) {
+  auto module = compile_bug("race_simd_lockstep.metal");
+  std::vector<float> x = iota_floats(64);
+  for (bool lockstep : {true, false}) {
+    std::vector<float> y(64, -1.0f);
+    cpu::LaunchOptions options;
+    options.threadgroups = {1, 1, 1};
+    options.threads_per_threadgroup = {64, 1, 1};
+    options.buffers = {bind(0, x), bind(1, y)};
+    options.lockstep = lockstep;
+    auto result = cpu::launch(*module, "write_then_read_neighbour", options);
+    if (!lockstep) {
+      EXPECT_TRUE(std::any_of(result.findings.begin(), result.findings.end(),
+                              [](const Finding& f) { return f.kind == FindingKind::uninitialized_read; }))
+          << describe(result);
+      continue;
+    }
+    EXPECT_TRUE(FindingsAt(result, FindingKind::data_race, "write_then_read_neighbour", "race_simd_lockstep.metal",
+                           {"MARK: neighbour write", "MARK: neighbour read"}));
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(y[i], x[32 * (i / 32) + (i % 32 + 1) % 32]) << i;
+  }
+}
+
+TEST(Lockstep, NeedsAnInstrumentedModule) {
+  auto module = compile_kernel("bugs/race_simd_lockstep.metal", {}, /*instrument=*/false);
+  std::vector<float> x = iota_floats(32), y(32, -1.0f);
+  cpu::LaunchOptions options;
+  options.threadgroups = {1, 1, 1};
+  options.threads_per_threadgroup = {32, 1, 1};
+  options.buffers = {bind(0, x), bind(1, y)};
+  options.lockstep = true;
+  try {
+    cpu::launch(*module, "read_then_leader_writes", options);
+    FAIL() << "lockstep ran without hooks";
+  } catch (const cpu::LaunchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("instrumentation"));
+  }
 }
 
 // ---- barrier divergence ----

@@ -155,6 +155,11 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   context.detectors = options.detectors;
   context.tensor_layout_seed = options.tensor_layout_seed;
   context.instrumented = module.instrumented();
+  context.lockstep = options.lockstep;
+  if (options.lockstep && !context.instrumented)
+    throw LaunchError(fmt::format("kernel {}: lockstep lanes need a module compiled with instrumentation (its "
+                                  "threadgroup accesses are where the lanes take turns); drop --no-detectors",
+                                  kernel->name));
   for (auto [index, bytes] : options.threadgroup_bytes) context.threadgroup_buffers.emplace_back(index, bytes);
   if (options.profile.enabled) {
     context.profile = loaded.profile_table();

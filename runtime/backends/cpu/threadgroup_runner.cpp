@@ -450,6 +450,9 @@ const void* ThreadgroupRunner::access(const void* pointer, uint64_t size, uint32
   bool in_arena = address >= arena && address < arena + arena_.size();
   if (threads_[current_].reads_uncounted) flags |= kUncountedRead;
   if (space == abi::kSpaceThreadgroup || (space == abi::kSpaceGeneric && in_arena)) {
+    // Lockstep (LaunchOptions::lockstep): every other runnable thread takes
+    // its turn, up to its own next threadgroup access, before this one is made.
+    if (context_.lockstep) yield();
     if ((flags & abi::kRead) && !(flags & kUncountedRead)) threadgroup_bytes_read_ += size;
     if (flags & abi::kWrite) threadgroup_bytes_written_ += size;
     check_threadgroup(address, size, flags, loc, redirect);

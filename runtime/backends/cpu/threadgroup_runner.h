@@ -37,6 +37,7 @@ struct LaunchContext {
   Detectors detectors;
   bool instrumented = false;
   uint32_t tensor_layout_seed = 0;  // LaunchOptions::tensor_layout_seed
+  bool lockstep = false;            // LaunchOptions::lockstep
   const ProfileTable* profile = nullptr;  // set when profiling
 };
 

@@ -41,3 +41,17 @@ kernel void read_barrier_then_leader_writes(device const float* x [[buffer(0)]],
   if (lane == 0) scratch[0] = -1000.0f;
   y[lane] = sum;
 }
+
+// Each lane writes its word, then reads its neighbour's with no barrier
+// between. On a GPU the simdgroup's lanes execute the store together, then
+// the load: every lane reads the neighbour's new word. Under the cpu
+// backend's lockstep mode the same holds; by default lane 0 would read
+// before lane 1 has written.
+kernel void write_then_read_neighbour(device const float* x [[buffer(0)]],
+                                      device float* y [[buffer(1)]],
+                                      uint lane [[thread_index_in_simdgroup]],
+                                      uint simd [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float scratch[64];
+  scratch[32 * simd + lane] = x[32 * simd + lane];  // MARK: neighbour write
+  y[32 * simd + lane] = scratch[32 * simd + (lane + 1) % 32];  // MARK: neighbour read
+}

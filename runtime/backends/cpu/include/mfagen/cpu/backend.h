@@ -167,6 +167,17 @@ struct LaunchOptions {
   // default layout (MLX NAX's 16x16 fragments), any other value a permutation
   // of it seeded by the value, so that a kernel relying on a layout fails.
   uint32_t tensor_layout_seed = 0;
+  // Lanes in lockstep: every thread of the threadgroup yields before each of
+  // its threadgroup memory accesses, so that the lanes take their k-th access
+  // in turn before any takes its (k+1)-th, as a simdgroup executing one
+  // instruction for all its lanes does. Metal's memory model orders
+  // threadgroup memory between threads only through barriers; code that
+  // relies on lockstep lanes instead (ggml's kernel_flash_attn_ext_vec) has a
+  // data race, which the race detector still reports, but computes here what
+  // a GPU computes. Off by default: the default schedule runs each thread to
+  // its next barrier or collective, which exposes such code. Needs an
+  // instrumented module (CompileOptions::instrument), whose accesses are hooked.
+  bool lockstep = false;
 };
 
 enum class FindingKind { out_of_bounds, data_race, barrier_divergence, uninitialized_read, tensor_op };
