@@ -35,7 +35,7 @@ struct BufferParam {
   std::string name;
   AddressSpace space = AddressSpace::none;
   std::string element_type;  // canonical, Metal spelling: "half", "float", "AttentionParams"
-  bool is_const = false;
+  bool is_const = false;  // device and threadgroup only: constant is always read-only
   bool is_reference = false;  // `constant T&` rather than `constant T*`
   // Metal spelling of the whole type, as the manifest writes it: "device const half*".
   std::string metal_type() const;

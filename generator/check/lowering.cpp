@@ -9,10 +9,12 @@
 
 #include "check/rules.h"
 #include "mfagen/msl/coherence_qualifiers.h"
+#include "mfagen/msl/dependent_casts.h"
 #include "mfagen/msl/function_pointers.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/redundant_constexpr_definitions.h"
+#include "mfagen/msl/short_vector_braces.h"
 #include "mfagen/msl/token_view.h"
 #include "mfagen/msl/vec_partial_specializations.h"
 #include "mfagen/msl/vector_syntax.h"
@@ -89,6 +91,11 @@ class Lowering {
     lower_template_kernels();
     lower_attributes();
     check_std();
+    // Before the vector syntax, as in the cpu backend's lowering.
+    msl::lower_short_vector_braces(view_);
+    msl::lower_dependent_casts(view_, [&](size_t k, const std::string& message) {
+      finding(rules::kCpuLowering, view_.offset(k), message);
+    });
     msl::lower_vector_syntax(view_, [&](msl::VectorSyntaxProblem problem, size_t k, const std::string& message) {
       // The other problems leave text clang parses as written; this one is
       // valid Metal the cpu backend (where kernels are tested) cannot run.
@@ -275,6 +282,16 @@ class Lowering {
   void map_address_spaces() {
     for (size_t k = 0; k < count(); ++k) {
       if (view_.in_attribute(k) || !view_.is_identifier(k) || view_.rewritten(k) || after_member_access(k)) continue;
+      // Metal's constant address space is read-only: `constant T*` points to
+      // const T, so a `constant float[16]` passes for a `constant float*`
+      // parameter (llama.cpp's kvalues_iq4nl_f). The cpu backend lowers it to
+      // `const __constant` alike (runtime/backends/cpu/msl_lowering.cpp,
+      // map_keywords), but as a method qualifier (`T f() const constant`,
+      // MLX's complex64_t) it takes no extra const.
+      if (is(k, "constant") && !(k > 0 && (is(k - 1, ")") || is(k - 1, "const")))) {
+        view_.replace(k, "const __constant");
+        continue;
+      }
       auto space = kAddressSpaces.find(text(k));
       if (space != kAddressSpaces.end()) view_.replace(k, std::string(space->second));
     }

@@ -37,7 +37,10 @@ BufferParam buffer_param(const clang::ParmVarDecl& param, uint32_t index, const 
   if (type->isPointerType() || type->isReferenceType()) {
     clang::QualType pointee = type->getPointeeType();
     b.space = metal_space(pointee.getAddressSpace());
-    b.is_const = pointee.isConstQualified();
+    // Metal's constant space is read-only whether or not `const` is written
+    // (the lowering spells it `const __constant`): a signature names it
+    // `constant T*`, as the manifest does.
+    b.is_const = pointee.isConstQualified() && b.space != AddressSpace::constant;
     b.element_type = metal_type_name(pointee, context);
   } else {
     b.element_type = metal_type_name(type, context);

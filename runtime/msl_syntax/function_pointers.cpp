@@ -7,8 +7,6 @@
 namespace mfagen::msl {
 namespace {
 
-// The stand-in spells out what the lowerings insert.
-bool in_standin(const TokenView& v, size_t k) { return v.file(k).find("/mfagen_standin/") != std::string_view::npos; }
 
 // `R (*)(` or `R (* NAME)(` at `open`: the index of `*`, or 0.
 size_t pointer_to_function_at(const TokenView& v, size_t open) {
@@ -24,7 +22,7 @@ void lower_function_pointer_template_parameters(TokenView& v) {
   // Template parameter lists [open, close] and where each parameter begins.
   std::vector<std::pair<size_t, size_t>> lists;
   for (size_t k = 0; k + 1 < v.count(); ++k) {
-    if (!v.is(k, "template") || !v.is(k + 1, "<") || in_standin(v, k)) continue;
+    if (!v.is(k, "template") || !v.is(k + 1, "<") || v.in_standin(k)) continue;
     size_t close = v.find_matching(k + 1);
     if (close >= v.count()) continue;
     lists.emplace_back(k + 1, close);
@@ -55,7 +53,7 @@ void lower_function_pointer_template_parameters(TokenView& v) {
   };
   // Aliases `[template <...>] using F = R (*)(...);` used only as template parameter types.
   for (size_t k = 0; k + 4 < v.count(); ++k) {
-    if (!v.is(k, "using") || !v.is_identifier(k + 1) || !v.is(k + 2, "=") || in_standin(v, k)) continue;
+    if (!v.is(k, "using") || !v.is_identifier(k + 1) || !v.is(k + 2, "=") || v.in_standin(k)) continue;
     size_t star = 0, j = k + 3;
     for (; j < v.count() && !v.is(j, ";") && !v.is(j, "{"); ++j) {
       if (v.is(j, "(")) {
@@ -81,7 +79,7 @@ void lower_function_pointer_template_parameters(TokenView& v) {
 std::vector<size_t> virtual_specifiers(const TokenView& v) {
   std::vector<size_t> out;
   for (size_t k = 0; k < v.count(); ++k)
-    if (v.is(k, "virtual") && !v.in_attribute(k) && !in_standin(v, k)) out.push_back(k);
+    if (v.is(k, "virtual") && !v.in_attribute(k) && !v.in_standin(k)) out.push_back(k);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -943,6 +944,52 @@ TEST(CheckRules, ConditionalAcrossAddressSpacesAndScalarTimesHalfVectorAreValidM
       "  out[i] = float(i % 2 ? tg[i] : o);  // HERE\n"
       "}\n",
       rules::kCompileError);
+}
+
+// llama.cpp's ggml-metal.metal: casts and constructors to a template
+// parameter that is a vector (`(type4)(*src)`, `(q4_t) q4[i]`, `s2_t(x)`),
+// short vector brace lists (`float4 acc = {0.f};`), a `constant` array passed
+// for a `constant T*` parameter (Metal's constant space is read-only, so the
+// pointee is const) and a float times a half vector in a template. The cpu
+// backend runs each (the same passes, mfagen/msl/dependent_casts.h and
+// short_vector_braces.h); a cast between vectors of different lengths stays
+// an error in both.
+TEST(CheckRules, DependentVectorCastsShortBracesAndConstantArraysAreValidMetal) {
+  expect_clean(
+      "constant float table[4] = {0.5f, 1.0f, 2.0f, 4.0f};\n"
+      "float pick(int n, constant float * values, float x) { return values[n % 4] * x; }\n"
+      "template <typename type4>\n"
+      "void widen(device const half4 * src, thread type4 & reg) { reg = (type4)(*(src)); }\n"
+      "template <typename q4_t, typename s2_t>\n"
+      "float mix(device const float4 * q4, float slope) {\n"
+      "  q4_t q = (q4_t) q4[0];\n"
+      "  s2_t s = s2_t(q.xy) * slope;\n"
+      "  q4_t scaled = q * slope;\n"
+      "  return float(s.x + scaled.w);\n"
+      "}\n"
+      "kernel void k(device const half4* h [[buffer(0)]], device const float4* f [[buffer(1)]],\n"
+      "              device float* out [[buffer(2)]], uint i [[thread_position_in_grid]]) {\n"
+      "  float4 acc = {0.f};\n"
+      "  float2 sum = {0}, other{1.0f};\n"
+      "  widen<float4>(h, acc);\n"
+      "  out[i] = acc.x + sum.y + other.y + pick(int(i), table, 2.0f) + mix<half4, float2>(f, 0.5f);\n"
+      "}\n");
+  // Reported where the stand-in's conversion asserts, with the instantiation in the note.
+  const CheckResult narrowing = check_both_ways(kHeader +
+                                                    "template <typename type4>\n"
+                                                    "void narrow(device const half4 * src, thread type4 & reg) "
+                                                    "{ reg = (type4)(*(src)); }\n"
+                                                    "kernel void k(device const half4* h [[buffer(0)]], device "
+                                                    "float* out [[buffer(1)]],\n"
+                                                    "              uint i [[thread_position_in_grid]]) {\n"
+                                                    "  float2 r;\n"
+                                                    "  narrow<float2>(h, r);\n"
+                                                    "  out[i] = r.x;\n"
+                                                    "}\n",
+                                                "snippet.metal");
+  EXPECT_TRUE(std::any_of(narrowing.diagnostics.begin(), narrowing.diagnostics.end(), [](const Diagnostic& d) {
+    return d.rule == rules::kCompileError && d.message.find("same number of components") != std::string::npos;
+  })) << dump(narrowing);
 }
 
 }  // namespace

@@ -3,23 +3,20 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "mfagen/msl/cast_context.h"
+#include "mfagen/msl/dependent_casts.h"
 #include "mfagen/msl/function_pointers.h"
+#include "mfagen/msl/short_vector_braces.h"
 #include "mfagen/msl/vec_partial_specializations.h"
 
 namespace mfagen::cpu {
 namespace {
 
 using msl::TokenView;
-
-// From the stand-in's own headers, which spell out what the passes insert.
-bool in_standin(const TokenView& v, size_t k) { return v.file(k).find("/mfagen_standin/") != std::string::npos; }
 
 // C++ for OpenCL types a local or parameter `int x` as `__private int`, so
 // decltype(x) would carry an address space Metal's `thread int` does not
@@ -74,7 +71,7 @@ void lower_vec_in_alias_templates(TokenView& v) {
   std::set<std::string, std::less<>> aliases;
   for (size_t k = 0; k + 1 < v.count(); ++k) {
     if (!v.is(k, "template") || !v.is(k + 1, "<")) continue;
-    if (in_standin(v, k)) continue;
+    if (v.in_standin(k)) continue;
     size_t close = v.matching(k + 1);
     // exactly one type parameter: template <typename U>
     if (close != k + 4 || !(v.is(k + 2, "typename") || v.is(k + 2, "class")) || !v.is_identifier(k + 3)) continue;
@@ -90,7 +87,7 @@ void lower_vec_in_alias_templates(TokenView& v) {
   if (aliases.empty()) return;
   for (size_t k = 0; k + 1 < v.count(); ++k) {
     if (!v.is(k, "template") || !v.is(k + 1, "<")) continue;
-    if (in_standin(v, k)) continue;
+    if (v.in_standin(k)) continue;
     size_t close = v.matching(k + 1);
     if (close == k + 2) continue;  // explicit specialization
     size_t after = close + 1;
@@ -181,90 +178,6 @@ void lower_vec_in_alias_templates(TokenView& v) {
   }
 }
 
-// `(T)x` and `T(x)` inside a template whose type parameter T may turn out
-// to be a vector (llama.cpp: `(q4_t) q4[i]`, `s2_t(x)` with q4_t = half4):
-// clang would bit-cast or reject them, Metal converts values. They become
-// `::metal::__mf_dep_cast<T>{} ->* x` and `::metal::__mf_dep_ctor<T>(x)`,
-// which decide at instantiation (mfagen_standin/conversions.h).
-void lower_dependent_casts(TokenView& v) {
-  for (size_t k = 0; k + 1 < v.count(); ++k) {
-    if (!v.is(k, "template") || !v.is(k + 1, "<")) continue;
-    // The stand-in spells its own conversions out (and implements these).
-    if (in_standin(v, k)) continue;
-    size_t close = v.matching(k + 1);
-    std::set<std::string, std::less<>> type_parameters;
-    for (size_t j = k + 2; j + 1 < close; ++j)
-      if ((v.is(j, "typename") || v.is(j, "class")) && v.is_identifier(j + 1) && !v.is(j + 1, "...") &&
-          (v.is(j + 2, ",") || v.is(j + 2, "=") || j + 2 == close))
-        type_parameters.emplace(v.text(j + 1));
-    if (type_parameters.empty()) continue;
-    size_t body = close + 1;
-    for (int depth = 0; body < v.count(); ++body) {
-      if (v.is(body, "(") || v.is(body, "[")) ++depth;
-      if (v.is(body, ")") || v.is(body, "]")) --depth;
-      if (depth == 0 && (v.is(body, "{") || v.is(body, ";"))) break;
-    }
-    if (!v.is(body, "{")) continue;
-    size_t end = v.matching(body);
-    for (size_t j = body; j + 3 < end; ++j) {
-      bool functional = type_parameters.contains(v.text(j)) && v.is(j + 1, "(") && !v.is(j - 1, ".") &&
-                        !v.is(j - 1, "->") && !v.is(j - 1, "::") && !v.is(j - 1, "operator");
-      if (functional) {  // T(args...)
-        v.replace(j, fmt::format("::metal::__mf_dep_ctor<{}>", v.text(j)));
-        continue;
-      }
-      if (!v.is(j, "(") || !v.is(j + 2, ")") || !type_parameters.contains(v.text(j + 1))) continue;
-      msl::CastContext context = msl::cast_context(v, j, j + 3);
-      if (context == msl::CastContext::cast_after_unary_operator)
-        v.fail(j, msl::unary_operator_before_cast_message(v, j));
-      if (context == msl::CastContext::not_a_cast) continue;
-      v.replace(j, "");
-      v.replace(j + 1, fmt::format("::metal::__mf_dep_cast<{}>{{}} ->*", v.text(j + 1)));
-      v.replace(j + 2, "");
-    }
-  }
-}
-
-// `float4 acc = {0.f};`: Metal zero-fills the elements a brace list leaves
-// out, C++ for OpenCL rejects the short list. Declarations of builtin
-// vector types with a brace initializer become __mf_vector_braces<T>(...)
-// (mfagen_standin/lowering_support.h), which does what Metal does. The type
-// may also be `vec<T, N>` / `metal::vec<T, N>` and the initializer a direct
-// list, `metal::vec<float, 2> sum{0};` (MLX's steel_attention_nax.h).
-void lower_short_vector_braces(TokenView& v) {
-  static const std::regex vector_type("(float|half|int|uint|short|ushort|char|uchar|long|ulong)[234]");
-  for (size_t k = 0; k + 3 < v.count(); ++k) {
-    size_t last = k;  // the type's last token
-    std::string type;
-    if (v.is_identifier(k) && std::regex_match(std::string(v.text(k)), vector_type)) {
-      type = v.text(k);
-    } else if (v.is(k, "vec") && v.is(k + 1, "<") && (!v.is(k - 1, "::") || v.is(k - 2, "metal"))) {
-      last = v.find_matching(k + 1);
-      if (last >= v.count()) continue;
-      type = v.is(k - 1, "::") ? "metal::" : "";
-      for (size_t j = k; j <= last; ++j) type += fmt::format("{}{}", v.text(j), v.is(j, ",") ? " " : "");
-    } else {
-      continue;
-    }
-    // `float4 a = {0.f}, b{0.f};`: every declarator of the declaration.
-    for (size_t name = last + 1; v.is_identifier(name);) {
-      const bool copy = v.is(name + 1, "=") && v.is(name + 2, "{");
-      if (!copy && !v.is(name + 1, "{")) break;
-      const size_t open = copy ? name + 2 : name + 1;
-      size_t close = v.matching(open);
-      bool nested = false;
-      for (size_t j = open + 1; j < close; ++j) nested |= v.is(j, "{");
-      if (!nested) {
-        v.replace(open, fmt::format("{}__mf_vector_braces<{}>(", copy ? "" : "= ", type));
-        v.replace(close, ")");
-      }
-      if (!v.is(close + 1, ",")) break;
-      name = close + 2;
-    }
-    k = last;
-  }
-}
-
 }  // namespace
 
 void lower_dialect_differences(TokenView& v) {
@@ -273,8 +186,8 @@ void lower_dialect_differences(TokenView& v) {
   // The function pointers extension (msl_lowering.cpp) admits them too.
   if (std::vector<size_t> at = msl::virtual_specifiers(v); !at.empty()) v.fail(at.front(), msl::kVirtualFunctionMessage);
   msl::lower_function_pointer_template_parameters(v);
-  lower_short_vector_braces(v);
-  lower_dependent_casts(v);
+  msl::lower_short_vector_braces(v);
+  msl::lower_dependent_casts(v, [&](size_t k, const std::string& message) { v.fail(k, message); });
   msl::lower_vec_partial_specializations(v);
   lower_vec_in_alias_templates(v);
 }

@@ -3,10 +3,11 @@
 // differently or rejects, found by compiling MLX's and llama.cpp's kernels
 // (docs/verification.md, "Third-party kernels"): decltype of locals,
 // reinterpret_cast to thread references, function-pointer template
-// parameters (the checker's pass too, mfagen/msl/function_pointers.h),
-// short vector brace lists, casts to template vector types,
-// vec<T, N> in alias templates, and class template partial specializations
-// on vec<T, N> (the checker's pass too, mfagen/msl/vec_partial_specializations.h).
+// parameters, short vector brace lists, casts to template vector types and
+// class template partial specializations on vec<T, N> (the checker's passes
+// too: mfagen/msl/function_pointers.h, short_vector_braces.h,
+// dependent_casts.h, vec_partial_specializations.h), and vec<T, N> in alias
+// templates.
 // Each pass says why in msl_dialect.cpp; the
 // helpers they insert live in mfagen_standin/lowering_support.h and
 // conversions.h. What only clang's type checker can see is repaired from its

@@ -41,6 +41,10 @@ class TokenView {
   bool in_attribute(size_t k) const { return k < count() && in_attribute_[k]; }
   // Where token k comes from (clang's line markers; "<input>" without them).
   std::string_view file(size_t k) const { return files_[at(k).file]; }
+  // Whether token k is in one of the stand-in's own headers (the cpu backend
+  // lowers preprocessed text, which has them): the stand-in spells out what
+  // the lowerings insert, so passes leave its code as it is.
+  bool in_standin(size_t k) const { return file(k).find("/mfagen_standin/") != std::string_view::npos; }
   // Every file the line markers name, "<input>" first.
   const std::vector<std::string>& files() const { return files_; }
   int line(size_t k) const { return at(k).line; }

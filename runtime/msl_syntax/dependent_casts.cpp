@@ -1,0 +1,56 @@
+#include "mfagen/msl/dependent_casts.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <string>
+
+#include "mfagen/msl/cast_context.h"
+
+namespace mfagen::msl {
+
+void lower_dependent_casts(TokenView& v, const UnaryBeforeCastHandler& on_unary_before_cast) {
+  for (size_t k = 0; k + 1 < v.count(); ++k) {
+    if (!v.is(k, "template") || !v.is(k + 1, "<")) continue;
+    if (v.in_standin(k)) continue;
+    // Unbalanced brackets are not this pass's to report (the checker reads
+    // files that may not parse): such a template is left as written.
+    size_t close = v.find_matching(k + 1);
+    if (close >= v.count()) continue;
+    std::set<std::string, std::less<>> type_parameters;
+    for (size_t j = k + 2; j + 1 < close; ++j)
+      if ((v.is(j, "typename") || v.is(j, "class")) && v.is_identifier(j + 1) && !v.is(j + 1, "...") &&
+          (v.is(j + 2, ",") || v.is(j + 2, "=") || j + 2 == close))
+        type_parameters.emplace(v.text(j + 1));
+    if (type_parameters.empty()) continue;
+    size_t body = close + 1;
+    for (int depth = 0; body < v.count(); ++body) {
+      if (v.is(body, "(") || v.is(body, "[")) ++depth;
+      if (v.is(body, ")") || v.is(body, "]")) --depth;
+      if (depth == 0 && (v.is(body, "{") || v.is(body, ";"))) break;
+    }
+    if (!v.is(body, "{")) continue;
+    size_t end = v.find_matching(body);
+    if (end >= v.count()) continue;
+    for (size_t j = body; j + 3 < end; ++j) {
+      bool functional = type_parameters.contains(v.text(j)) && v.is(j + 1, "(") && !v.is(j - 1, ".") &&
+                        !v.is(j - 1, "->") && !v.is(j - 1, "::") && !v.is(j - 1, "operator");
+      if (functional) {  // T(args...)
+        v.replace(j, fmt::format("::metal::__mf_dep_ctor<{}>", v.text(j)));
+        continue;
+      }
+      if (!v.is(j, "(") || !v.is(j + 2, ")") || !type_parameters.contains(v.text(j + 1))) continue;
+      CastContext context = cast_context(v, j, j + 3);
+      if (context == CastContext::cast_after_unary_operator) {
+        on_unary_before_cast(j, unary_operator_before_cast_message(v, j));
+        continue;
+      }
+      if (context == CastContext::not_a_cast) continue;
+      v.replace(j, "");
+      v.replace(j + 1, fmt::format("::metal::__mf_dep_cast<{}>{{}} ->*", v.text(j + 1)));
+      v.replace(j + 2, "");
+    }
+  }
+}
+
+}  // namespace mfagen::msl
