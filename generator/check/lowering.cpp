@@ -208,7 +208,60 @@ class Lowering {
   void lower_template_kernels() {
     for (size_t k = 0; k < count(); ++k) {
       if (!is(k, "kernel") || view_.in_attribute(k) || after_member_access(k) || (k > 0 && is(k - 1, "::"))) continue;
-      if (in_template_declaration(k)) view_.replace(k, std::string(kKernelAnnotation));
+      if (!in_template_declaration(k)) continue;
+      view_.replace(k, std::string(kKernelAnnotation));
+      size_t body = k + 1;
+      for (int depth = 0; body < count(); ++body) {
+        if (is(body, "(") || is(body, "[")) ++depth;
+        if (is(body, ")") || is(body, "]")) --depth;
+        if (depth == 0 && (is(body, "{") || is(body, ";"))) break;
+      }
+      if (is(body, "{")) lower_threadgroup_variables_of_template_kernel(body);
+    }
+  }
+
+  // A template kernel is a plain function to clang (above), where OpenCL
+  // forbids variables in the local address space ("non-kernel function
+  // variable cannot be declared in local address space"); Metal allows
+  // them at kernel scope (llama.cpp's kernel_lightning_indexer, MLX's steel
+  // kernels), and the cpu backend makes every one a reference to the
+  // threadgroup's storage (runtime/backends/cpu/msl_lowering.cpp,
+  // lower_threadgroup_declarations). So does the checker, for one declarator
+  // without an initializer at the body's top level:
+  //   threadgroup half sk[N];  ->  __attribute__((annotate("msl:threadgroup_variable"))) __local
+  //                                half (&sk)[N] = ::__mf_check_threadgroup_storage<decltype(sk)>();
+  // (declared in the prelude; signatures.cpp counts its bytes). Other forms
+  // stay as written, and clang's error with them.
+  void lower_threadgroup_variables_of_template_kernel(size_t open) {
+    const size_t close = view_.find_matching(open);
+    if (close >= count()) return;
+    size_t lowered_end = close;  // the `;` of the declaration lowered last (its text is rewritten)
+    for (size_t k = open + 1; k < close; ++k) {
+      if (is(k, "{") || is(k, "(") || is(k, "[")) {
+        k = std::min(view_.find_matching(k), close);
+        continue;
+      }
+      const bool statement_start = is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";") || k - 1 == lowered_end;
+      if (!is(k, "threadgroup") || view_.in_attribute(k) || !statement_start) continue;
+      size_t end = k + 1, first_bracket = 0;
+      bool single = true;
+      for (int depth = 0; end < close && !(depth == 0 && is(end, ";")); ++end) {
+        if (is(end, "(") || is(end, "[") || is(end, "{")) {
+          if (depth == 0 && is(end, "[") && !first_bracket) first_bracket = end;
+          ++depth;
+        }
+        if (is(end, ")") || is(end, "]") || is(end, "}")) --depth;
+        if (depth == 0 && (is(end, "=") || is(end, ","))) single = false;
+      }
+      const size_t name = (first_bracket ? first_bracket : end) - 1;
+      if (!single || end >= close || name <= k + 1 || !view_.is_identifier(name) || is(name - 1, "*") ||
+          is(name - 1, "&"))
+        continue;
+      const std::string variable(text(name));
+      view_.replace(k, "__attribute__((annotate(\"msl:threadgroup_variable\"))) __local");
+      view_.replace(name, "(&" + variable + ")");
+      view_.replace(end, " = ::__mf_check_threadgroup_storage<decltype(" + variable + ")>();");
+      k = lowered_end = end;
     }
   }
 

@@ -25,6 +25,10 @@ void* operator new[](unsigned long);
 // metal::thread_scope before its first #include), as the cpu backend's
 // force-included abi.h declares it.
 #include <mfagen_standin/memory_scope.h>
+// A template kernel's threadgroup variable, lowered to a reference to its
+// storage (lowering.cpp, lower_threadgroup_variables_of_template_kernel):
+// declared only, the checker never runs code.
+template <class __R> __R __mf_check_threadgroup_storage();
 // The feature macros Apple's compiler predefines (__HAVE_SIMDGROUP_MATRIX__ & co).
 #include <mfagen_standin/compiler_predefined.h>
 )";

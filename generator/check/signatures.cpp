@@ -17,10 +17,19 @@ class ThreadgroupVariables : public clang::RecursiveASTVisitor<ThreadgroupVariab
  public:
   explicit ThreadgroupVariables(const clang::ASTContext& context) : context_(context) {}
   bool VisitVarDecl(clang::VarDecl* var) {
-    if (var->getType().getAddressSpace() == clang::LangAS::opencl_local && !var->getType()->isDependentType() &&
-        !var->getType()->isIncompleteType())
-      bytes += context_.getTypeSizeInChars(var->getType()).getQuantity();
+    clang::QualType type = var->getType();
+    // A template kernel's threadgroup variable is a reference to its storage
+    // (lowering.cpp, lower_threadgroup_variables_of_template_kernel).
+    if (type->isReferenceType() && is_lowered_threadgroup_variable(*var)) type = type->getPointeeType();
+    if (type.getAddressSpace() == clang::LangAS::opencl_local && !type->isDependentType() &&
+        !type->isIncompleteType())
+      bytes += context_.getTypeSizeInChars(type).getQuantity();
     return true;
+  }
+  static bool is_lowered_threadgroup_variable(const clang::VarDecl& var) {
+    for (const MslAttribute& a : msl_attributes(var))
+      if (a.name == "threadgroup_variable") return true;
+    return false;
   }
   uint64_t bytes = 0;
 

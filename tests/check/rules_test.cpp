@@ -992,5 +992,33 @@ TEST(CheckRules, DependentVectorCastsShortBracesAndConstantArraysAreValidMetal) 
   })) << dump(narrowing);
 }
 
+// A template kernel's kernel-scope threadgroup variables (llama.cpp's
+// kernel_lightning_indexer, MLX's steel kernels): valid Metal, run by the
+// cpu backend as references to the threadgroup's storage; the checker lowers
+// them alike (OpenCL forbids local variables outside kernels, and a template
+// kernel is a plain function to clang) and still counts their bytes.
+TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
+  const std::string source = kHeader +
+                             "template <typename T, short N>\n"
+                             "kernel void tile(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
+                             "                 ushort lane [[thread_index_in_simdgroup]]) {\n"
+                             "  const int base = 0;\n"
+                             "  threadgroup T staged[N];\n"
+                             "  threadgroup float sums [4];\n"
+                             "  threadgroup T * alias = (threadgroup T *) staged;\n"
+                             "  staged[lane % N] = in[base + lane];\n"
+                             "  sums[lane % 4] = 1.0f;\n"
+                             "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                             "  out[lane] = alias[(lane + 1) % N] + T(sums[0]);\n"
+                             "}\n"
+                             "template [[host_name(\"tile_half_16\")]] kernel void tile<half, 16>(device const half*, "
+                             "device half*, ushort);\n";
+  CheckResult r = check_both_ways(source, "template_tg.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  const KernelSignature* k = r.kernel("tile_half_16");
+  ASSERT_NE(k, nullptr) << dump(r);
+  EXPECT_EQ(k->threadgroup_memory_bytes, 16u * 2 + 4 * 4);
+}
+
 }  // namespace
 }  // namespace mfagen::check
