@@ -22,6 +22,11 @@ std::vector<MslAttribute> msl_attributes(const clang::Decl& decl) {
       llvm::StringRef rest = text.substr(open + 1);
       rest.consume_back(")");
       a.argument = rest.trim().str();
+    } else if (annotate->args_size() == 1) {
+      // annotate("msl:host_name", "f_" "float"): the argument an expression
+      // (lowering.cpp), here its string, quoted as written in the attribute.
+      const auto* literal = llvm::dyn_cast<clang::StringLiteral>((*annotate->args_begin())->IgnoreParenImpCasts());
+      if (literal) a.argument = "\"" + literal->getString().str() + "\"";
     }
     a.location = annotate->getLocation();
     out.push_back(std::move(a));

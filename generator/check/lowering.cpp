@@ -84,10 +84,12 @@ std::string annotation_text(std::string_view attribute) {
 
 class Lowering {
  public:
-  Lowering(std::string_view source, const HeaderFound& found) : view_(source), found_(found) {}
+  // `macro_body`: the text is a #define's, from its name on (lower_macro_bodies).
+  Lowering(std::string_view source, const HeaderFound& found, bool macro_body = false)
+      : view_(source), found_(found), macro_body_(macro_body) {}
 
   LoweredMsl run() {
-    check_includes();
+    if (!macro_body_) check_includes();
     lower_template_kernels();
     lower_attributes();
     check_std();
@@ -113,6 +115,7 @@ class Lowering {
     map_address_spaces();
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);
+    if (!macro_body_) lower_macro_bodies();
     msl::TextWithOrigin lowered = view_.joined_with_origin();
     return LoweredMsl{std::move(lowered.text), std::move(lowered.origin), std::move(findings_)};
   }
@@ -125,6 +128,36 @@ class Lowering {
 
   void finding(std::string_view rule, size_t offset, std::string message) {
     findings_.push_back({rule, offset, std::move(message)});
+  }
+
+  // The checker reads files before preprocessing, where Metal's constructs
+  // may sit in macros that the cpu backend sees expanded (MLX's
+  // instantiate_kernel: `template [[host_name(name)]] [[kernel]]
+  // decltype(func<...>) func<...>;`; bf16_math.h's functions with `thread
+  // int&` parameters). Each #define, from its name on, is lowered by the
+  // same passes as code; its findings keep their places in the file. The
+  // rewritten directive stays one token: a diagnostic inside it is reported
+  // at the #define's first line.
+  void lower_macro_bodies() {
+    for (size_t i = 0; i < view_.tokens().size(); ++i) {
+      const msl::Token& token = view_.tokens()[i];
+      if (token.kind != TokenKind::directive) continue;
+      const size_t body = msl::define_body(token.text);
+      if (body == std::string_view::npos) continue;
+      const std::string head = token.text.substr(0, body);
+      // Every line break of the body is a backslash continuation: lowered as
+      // whitespace (a pass may empty the tokens around it, as an attribute
+      // list's), then continued again.
+      std::string text = token.text.substr(body);
+      for (size_t n = text.find("\\\n"); n != std::string::npos; n = text.find("\\\n", n + 1)) text[n] = ' ';
+      LoweredMsl lowered = Lowering(text, found_, true).run();
+      const size_t at = token.offset + body;
+      for (LexicalFinding& f : lowered.findings) finding(f.rule, at + f.offset, std::move(f.message));
+      if (lowered.text == text) continue;
+      std::string continued = head;
+      for (char c : lowered.text) continued += c == '\n' ? std::string("\\\n") : std::string(1, c);
+      view_.replace_token(i, std::move(continued));
+    }
   }
 
   // `threadgroup float t[] = {0, 1};`: Metal sizes the array from its
@@ -210,14 +243,20 @@ class Lowering {
       if (!is(k, "kernel") || view_.in_attribute(k) || after_member_access(k) || (k > 0 && is(k - 1, "::"))) continue;
       if (!in_template_declaration(k)) continue;
       view_.replace(k, std::string(kKernelAnnotation));
-      size_t body = k + 1;
-      for (int depth = 0; body < count(); ++body) {
-        if (is(body, "(") || is(body, "[")) ++depth;
-        if (is(body, ")") || is(body, "]")) --depth;
-        if (depth == 0 && (is(body, "{") || is(body, ";"))) break;
-      }
-      if (is(body, "{")) lower_threadgroup_variables_of_template_kernel(body);
+      lower_threadgroup_variables_of_template_kernel(k);
     }
+  }
+
+  // The `{` of the body of the function declared from token k on (the first
+  // `{` or `;` outside brackets), or count() for a declaration without one.
+  size_t function_body(size_t k) const {
+    for (int depth = 0; k < count(); ++k) {
+      if (is(k, "(") || is(k, "[")) ++depth;
+      if (is(k, ")") || is(k, "]")) --depth;
+      if (depth == 0 && is(k, ";")) return count();
+      if (depth == 0 && is(k, "{")) return k;
+    }
+    return count();
   }
 
   // A template kernel is a plain function to clang (above), where OpenCL
@@ -232,7 +271,9 @@ class Lowering {
   //                                half (&sk)[N] = ::__mf_check_threadgroup_storage<decltype(sk)>();
   // (declared in the prelude; signatures.cpp counts its bytes). Other forms
   // stay as written, and clang's error with them.
-  void lower_threadgroup_variables_of_template_kernel(size_t open) {
+  void lower_threadgroup_variables_of_template_kernel(size_t kernel) {
+    const size_t open = function_body(kernel + 1);
+    if (open >= count()) return;
     const size_t close = view_.find_matching(open);
     if (close >= count()) return;
     size_t lowered_end = close;  // the `;` of the declaration lowered last (its text is rewritten)
@@ -302,11 +343,24 @@ class Lowering {
     bool function_constant = false;
     for (size_t a = 0; a < names.size(); ++a) {
       if (names[a] == "kernel") {
-        lowered += in_template_declaration(open) ? fmt::format("{} ", kKernelAnnotation) : "kernel ";
+        const bool in_template = in_template_declaration(open);
+        lowered += in_template ? fmt::format("{} ", kKernelAnnotation) : "kernel ";
+        if (in_template) lower_threadgroup_variables_of_template_kernel(close);
         continue;
       }
       if (names[a] == "function_constant") function_constant = true;
-      annotations += fmt::format("{}annotate(\"msl:{}\")", annotations.empty() ? "" : ", ", annotation_text(texts[a]));
+      const std::string_view attribute = texts[a];
+      const size_t open_paren = attribute.find('('), close_paren = attribute.rfind(')');
+      if (names[a] == "host_name" && open_paren != std::string_view::npos && close_paren > open_paren) {
+        // The name as an expression, so that a macro's `"f_" #type` is
+        // stringified and concatenated (ast_support.cpp reads it back).
+        // Line breaks as spaces: the annotation stays on its line.
+        std::string name(attribute.substr(open_paren + 1, close_paren - open_paren - 1));
+        std::replace_if(name.begin(), name.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+        annotations += fmt::format("{}annotate(\"msl:host_name\", {})", annotations.empty() ? "" : ", ", name);
+        continue;
+      }
+      annotations += fmt::format("{}annotate(\"msl:{}\")", annotations.empty() ? "" : ", ", annotation_text(attribute));
     }
     if (!annotations.empty()) lowered += fmt::format("__attribute__(({}))", annotations);
     // `uint3 tgpig[[threadgroup_position_in_grid]]` (ggml): no space before
@@ -341,8 +395,17 @@ class Lowering {
       // `const __constant` alike (runtime/backends/cpu/msl_lowering.cpp,
       // map_keywords), but as a method qualifier (`T f() const constant`,
       // MLX's complex64_t) it takes no extra const.
-      if (is(k, "constant") && !(k > 0 && (is(k - 1, ")") || is(k - 1, "const")))) {
+      const bool method_qualifier = k > 0 && (is(k - 1, ")") || is(k - 1, "const"));
+      if (is(k, "constant") && !method_qualifier) {
         view_.replace(k, "const __constant");
+        continue;
+      }
+      // `complex_t(T re, T im) thread : ...` (MLX's complex.h): a method or
+      // constructor for objects in thread memory. The cpu backend drops the
+      // qualifier (its objects are generic), and a __private constructor
+      // would construct nothing clang's generic objects can use.
+      if (is(k, "thread") && method_qualifier) {
+        view_.replace(k, "");
         continue;
       }
       auto space = kAddressSpaces.find(text(k));
@@ -352,6 +415,7 @@ class Lowering {
 
   TokenView view_;
   const HeaderFound& found_;
+  bool macro_body_ = false;
   std::vector<LexicalFinding> findings_;
 };
 

@@ -23,7 +23,8 @@ std::string plain(std::string_view number) {
   return s;
 }
 
-// `#define NAME ...`: the offset of the replacement list's start, or npos.
+}  // namespace
+
 size_t define_body(std::string_view directive) {
   size_t i = 1;  // past '#'
   while (i < directive.size() && (directive[i] == ' ' || directive[i] == '\t')) ++i;
@@ -32,8 +33,6 @@ size_t define_body(std::string_view directive) {
   if (i >= directive.size() || !(directive[i] == ' ' || directive[i] == '\t')) return std::string_view::npos;
   return i;
 }
-
-}  // namespace
 
 bool is_floating_literal(std::string_view number) {
   if (number.empty() || !(std::isdigit(static_cast<unsigned char>(number[0])) || number[0] == '.')) return false;

@@ -1020,5 +1020,37 @@ TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
   EXPECT_EQ(k->threadgroup_memory_bytes, 16u * 2 + 4 * 4);
 }
 
+// Metal's constructs inside macros (MLX's instantiate_kernel and
+// bf16_math.h): the checker reads the file before preprocessing, so a
+// #define's body is lowered like code. The kernel takes the name the
+// stringified host_name gives it; a `thread`-qualified constructor (MLX's
+// complex_t) constructs the objects it is called for.
+TEST(CheckRules, MetalInsideMacrosAndThreadConstructorsAreValidMetal) {
+  const std::string source = kHeader +
+                             "#define instantiate_kernel(name, func, ...) \\\n"
+                             "  template [[host_name(                     \\\n"
+                             "      name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;\n"
+                             "#define split_func(type) \\\n"
+                             "  float split_##type(type x, thread int& whole) { whole = int(x); return float(x) - whole; }\n"
+                             "split_func(float)\n"
+                             "struct pair_t {\n"
+                             "  float re, im;\n"
+                             "  constexpr pair_t(float r, float i) thread : re(r), im(i) {}\n"
+                             "};\n"
+                             "template <typename T>\n"
+                             "[[kernel]] void scale(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+                             "  int whole;\n"
+                             "  pair_t p{split_float(float(out[i]), whole), 1.0f};\n"
+                             "  out[i] = T(p.re + p.im + whole);\n"
+                             "}\n"
+                             "#define instantiate_scale(tname, type) instantiate_kernel(\"scale_\" #tname, scale, type)\n"
+                             "instantiate_scale(float32, float)\n"
+                             "instantiate_scale(float16, half)\n";
+  CheckResult r = check_both_ways(source, "macros.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  EXPECT_NE(r.kernel("scale_float32"), nullptr) << dump(r);
+  EXPECT_NE(r.kernel("scale_float16"), nullptr) << dump(r);
+}
+
 }  // namespace
 }  // namespace mfagen::check

@@ -45,6 +45,12 @@ bool is_long_double_literal(std::string_view number);
 // it; nullopt for anything else (suffixed, integer, not a number).
 std::optional<std::string> as_float_literal(std::string_view number);
 
+// `#define NAME ...` (a directive token's text): the offset where the rest
+// of the directive (parameters, then the replacement list) starts, or npos
+// for another directive. A macro's text from there is what lowerings of
+// raw MSL (the checker's) rewrite.
+size_t define_body(std::string_view directive);
+
 // Rewrites every unsuffixed floating literal of the code, and of the bodies
 // of `#define` directives (the checker reads files before preprocessing).
 void type_floating_literals_as_float(TokenView& v);
