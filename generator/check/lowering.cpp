@@ -247,6 +247,20 @@ class Lowering {
     }
   }
 
+  // Whether the parameter list closing at `close` declares a constructor:
+  // its name follows no return type (`constexpr complex_t(T x) thread`,
+  // after a specifier, or first in a member declaration).
+  bool declares_constructor(size_t close) const {
+    size_t open = close;
+    for (int depth = 0; open > 0; --open) {
+      if (is(open, ")")) ++depth;
+      if (is(open, "(") && --depth == 0) break;
+    }
+    if (open < 2 || !view_.is_identifier(open - 1) || is(open - 1, "operator")) return false;
+    static const std::set<std::string_view> before = {"constexpr", "explicit", "inline", ";", "{", "}", ":"};
+    return before.contains(text(open - 2));
+  }
+
   // The `{` of the body of the function declared from token k on (the first
   // `{` or `;` outside brackets), or count() for a declaration without one.
   size_t function_body(size_t k) const {
@@ -400,11 +414,14 @@ class Lowering {
         view_.replace(k, "const __constant");
         continue;
       }
-      // `complex_t(T re, T im) thread : ...` (MLX's complex.h): a method or
+      // `complex_t(T re, T im) thread : ...` (MLX's complex.h): a
       // constructor for objects in thread memory. The cpu backend drops the
       // qualifier (its objects are generic), and a __private constructor
-      // would construct nothing clang's generic objects can use.
-      if (is(k, "thread") && method_qualifier) {
+      // would construct nothing clang's temporaries can use. A method's
+      // `thread` stays __private: its `this` is in thread memory, so that
+      // `thread T& frag_at() thread { return member; }` (MLX's steel
+      // fragments) binds a thread reference to a thread object.
+      if (is(k, "thread") && method_qualifier && is(k - 1, ")") && declares_constructor(k - 1)) {
         view_.replace(k, "");
         continue;
       }

@@ -1024,7 +1024,8 @@ TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the
 // stringified host_name gives it; a `thread`-qualified constructor (MLX's
-// complex_t) constructs the objects it is called for.
+// complex_t) constructs the objects it is called for, and a `thread` method
+// returns a thread reference to a member (MLX's steel fragments' frag_at).
 TEST(CheckRules, MetalInsideMacrosAndThreadConstructorsAreValidMetal) {
   const std::string source = kHeader +
                              "#define instantiate_kernel(name, func, ...) \\\n"
@@ -1036,11 +1037,13 @@ TEST(CheckRules, MetalInsideMacrosAndThreadConstructorsAreValidMetal) {
                              "struct pair_t {\n"
                              "  float re, im;\n"
                              "  constexpr pair_t(float r, float i) thread : re(r), im(i) {}\n"
+                             "  thread float& first() thread { return re; }\n"
                              "};\n"
                              "template <typename T>\n"
                              "[[kernel]] void scale(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
                              "  int whole;\n"
                              "  pair_t p{split_float(float(out[i]), whole), 1.0f};\n"
+                             "  p.first() += 1.0f;\n"
                              "  out[i] = T(p.re + p.im + whole);\n"
                              "}\n"
                              "#define instantiate_scale(tname, type) instantiate_kernel(\"scale_\" #tname, scale, type)\n"
