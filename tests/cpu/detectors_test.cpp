@@ -54,6 +54,16 @@ std::vector<float> iota_floats(size_t n, float first = 1.0f) {
   return v;
 }
 
+// One threadgroup of `threads` threads with these buffers, lanes in lockstep or not.
+cpu::LaunchOptions one_threadgroup(uint32_t threads, std::vector<cpu::BufferBinding> buffers, bool lockstep) {
+  cpu::LaunchOptions options;
+  options.threadgroups = {1, 1, 1};
+  options.threads_per_threadgroup = {threads, 1, 1};
+  options.buffers = std::move(buffers);
+  options.lockstep = lockstep;
+  return options;
+}
+
 // ---- out of bounds ----
 
 TEST(OutOfBounds, DeviceReadPastTheEnd) {
@@ -262,12 +272,7 @@ TEST(DataRace, LockstepTwinWithASimdgroupBarrierIsClean) {
 TEST(Lockstep, LanesReadBeforeTheLeaderWritesAsOnAGpu) {
   auto module = compile_bug("race_simd_lockstep.metal");
   std::vector<float> x = iota_floats(32), y(32, -1.0f);
-  cpu::LaunchOptions options;
-  options.threadgroups = {1, 1, 1};
-  options.threads_per_threadgroup = {32, 1, 1};
-  options.buffers = {bind(0, x), bind(1, y)};
-  options.lockstep = true;
-  auto result = cpu::launch(*module, "read_then_leader_writes", options);
+  auto result = cpu::launch(*module, "read_then_leader_writes", one_threadgroup(32, {bind(0, x), bind(1, y)}, true));
   for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 528.0f) << i;
   EXPECT_TRUE(FindingsAt(result, FindingKind::data_race, "read_then_leader_writes", "race_simd_lockstep.metal",
                          {"MARK: read", "MARK: write"}));
@@ -282,12 +287,8 @@ TEST(Lockstep, EveryLaneSeesItsNeighboursStoreOfTheSameInstruction) {
   std::vector<float> x = iota_floats(64);
   for (bool lockstep : {true, false}) {
     std::vector<float> y(64, -1.0f);
-    cpu::LaunchOptions options;
-    options.threadgroups = {1, 1, 1};
-    options.threads_per_threadgroup = {64, 1, 1};
-    options.buffers = {bind(0, x), bind(1, y)};
-    options.lockstep = lockstep;
-    auto result = cpu::launch(*module, "write_then_read_neighbour", options);
+    auto result =
+        cpu::launch(*module, "write_then_read_neighbour", one_threadgroup(64, {bind(0, x), bind(1, y)}, lockstep));
     if (!lockstep) {
       EXPECT_TRUE(std::any_of(result.findings.begin(), result.findings.end(),
                               [](const Finding& f) { return f.kind == FindingKind::uninitialized_read; }))
@@ -303,13 +304,8 @@ TEST(Lockstep, EveryLaneSeesItsNeighboursStoreOfTheSameInstruction) {
 TEST(Lockstep, NeedsAnInstrumentedModule) {
   auto module = compile_kernel("bugs/race_simd_lockstep.metal", {}, /*instrument=*/false);
   std::vector<float> x = iota_floats(32), y(32, -1.0f);
-  cpu::LaunchOptions options;
-  options.threadgroups = {1, 1, 1};
-  options.threads_per_threadgroup = {32, 1, 1};
-  options.buffers = {bind(0, x), bind(1, y)};
-  options.lockstep = true;
   try {
-    cpu::launch(*module, "read_then_leader_writes", options);
+    cpu::launch(*module, "read_then_leader_writes", one_threadgroup(32, {bind(0, x), bind(1, y)}, true));
     FAIL() << "lockstep ran without hooks";
   } catch (const cpu::LaunchError& e) {
     EXPECT_THAT(e.what(), HasSubstr("instrumentation"));
