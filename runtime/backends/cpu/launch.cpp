@@ -158,8 +158,8 @@ LaunchResult launch(const Module& module, std::string_view entry, const LaunchOp
   context.lockstep = options.lockstep;
   if (options.lockstep && !context.instrumented)
     throw LaunchError(fmt::format("kernel {}: lockstep lanes need a module compiled with instrumentation (its "
-                                  "threadgroup accesses are where the lanes take turns: CompileOptions::instrument, or drop "
-                                  "mfagen exec --no-detectors)",
+                                  "threadgroup accesses are where the lanes take turns: CompileOptions::instrument, "
+                                  "or drop mfagen exec --no-detectors)",
                                   kernel->name));
   for (auto [index, bytes] : options.threadgroup_bytes) context.threadgroup_buffers.emplace_back(index, bytes);
   if (options.profile.enabled) {
