@@ -194,6 +194,11 @@ class GenericPointerRule : public Rule {
     if (const auto* call = r.Nodes.getNodeAs<clang::CallExpr>("call")) {
       const clang::FunctionDecl* callee = call->getDirectCallee();
       if (!callee) return;
+      // A class's implicit copy or move assignment copies from any address
+      // space in Metal (`*(threadgroup V*)dst = *(const device V*)src;`,
+      // MLX's steel loaders); only C++ for OpenCL gives its parameter the
+      // generic one. The cpu backend runs such copies as written.
+      if (callee->isImplicit()) return;
       // A member operator's first argument is its object (ImplicitObjectRule), not a parameter.
       const unsigned first = llvm::isa<clang::CXXOperatorCallExpr>(call) && llvm::isa<clang::CXXMethodDecl>(callee);
       for (unsigned i = 0; i + first < call->getNumArgs() && i < callee->getNumParams(); ++i) {

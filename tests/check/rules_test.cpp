@@ -1058,5 +1058,32 @@ TEST(CheckRules, MetalInsideMacrosAndThreadConstructorsAreValidMetal) {
   EXPECT_NE(r.kernel("scale_float16"), nullptr) << dump(r);
 }
 
+// MLX's steel loaders copy a struct from device into threadgroup memory with
+// its implicit copy assignment (`*((threadgroup V*)dst) = *((const device
+// V*)src);`): valid Metal, and the cpu backend runs it. A function of the
+// file that takes a reference without an address space is still the
+// generic-pointer finding.
+TEST(CheckRules, ImplicitCopyAssignmentAcrossAddressSpacesIsValidMetal) {
+  expect_clean(
+      "struct alignas(8) Pair { half a, b, c, d; };\n"
+      "kernel void k(device const half* src [[buffer(0)]], device half* out [[buffer(1)]],\n"
+      "              uint i [[thread_position_in_threadgroup]]) {\n"
+      "  threadgroup half dst[64];\n"
+      "  *((threadgroup Pair*)(&dst[4 * (i % 16)])) = *((const device Pair*)(&src[4 * (i % 16)]));\n"
+      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  out[i] = dst[i % 64];\n"
+      "}\n");
+  expect_rule(
+      "struct Pair { half a, b; };\n"
+      "void copy_pair(thread Pair& to, const Pair& from) { to = from; }\n"
+      "kernel void k(device const Pair* src [[buffer(0)]], device half* out [[buffer(1)]], uint i "
+      "[[thread_position_in_grid]]) {\n"
+      "  Pair p;\n"
+      "  copy_pair(p, src[i]);  // HERE\n"
+      "  out[i] = p.a;\n"
+      "}\n",
+      rules::kGenericPointer);
+}
+
 }  // namespace
 }  // namespace mfagen::check
