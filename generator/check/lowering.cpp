@@ -258,7 +258,12 @@ class Lowering {
     }
     if (open < 2 || !view_.is_identifier(open - 1) || is(open - 1, "operator")) return false;
     static const std::set<std::string_view> before = {"constexpr", "explicit", "inline", ";", "{", "}", ":"};
-    return before.contains(text(open - 2));
+    if (before.contains(text(open - 2))) return true;
+    // `METAL_FUNC MMATile() thread {}` (MLX): a specifier macro before the
+    // name; the name is then the nearest enclosing class's.
+    for (size_t j = open - 1; j-- > 0;)
+      if ((is(j, "struct") || is(j, "class")) && view_.is_identifier(j + 1)) return text(j + 1) == text(open - 1);
+    return false;
   }
 
   // The `{` of the body of the function declared from token k on (the first

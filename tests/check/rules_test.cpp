@@ -1024,8 +1024,9 @@ TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the
 // stringified host_name gives it; a `thread`-qualified constructor (MLX's
-// complex_t) constructs the objects it is called for, and a `thread` method
-// returns a thread reference to a member (MLX's steel fragments' frag_at).
+// complex_t; MLX's MMATile, after a specifier macro) constructs the objects
+// it is called for, and a `thread` method returns a thread reference to a
+// member (MLX's steel fragments' frag_at).
 TEST(CheckRules, MetalInsideMacrosAndThreadConstructorsAreValidMetal) {
   const std::string source = kHeader +
                              "#define instantiate_kernel(name, func, ...) \\\n"
@@ -1040,12 +1041,21 @@ TEST(CheckRules, MetalInsideMacrosAndThreadConstructorsAreValidMetal) {
                              "  constexpr pair_t(float r, float i) thread : re(r), im(i) {}\n"
                              "  thread float& first() thread { return re; }\n"
                              "};\n"
+                             "#define SPEC_FUNC inline\n"
+                             "struct tile_t {\n"
+                             "  float v[2];\n"
+                             "  SPEC_FUNC tile_t() thread {}\n"
+                             "};\n"
+                             "struct holder_t { tile_t t; float sum() thread { return t.v[0]; } };\n"
                              "template <typename T>\n"
                              "[[kernel]] void scale(device T* out [[buffer(0)]],\n"
                              "                      uint i [[thread_position_in_grid]]) {\n"
                              "  int whole;\n"
                              "  pair_t p{split_float(float(out[i]), whole), 1.0f};\n"
                              "  p.first() += 1.0f;\n"
+                             "  holder_t h;\n"
+                             "  h.t.v[0] = 0.0f;\n"
+                             "  p.first() += h.sum();\n"
                              "  out[i] = T(p.re + p.im + whole);\n"
                              "}\n"
                              "#define instantiate_scale(tname, type) \\\n"
