@@ -125,8 +125,25 @@ class Locator {
     return loc.isValid() && sm.getFileID(sm.getExpansionLoc(loc)) == sm.getMainFileID();
   }
 
+  // The checked file a location is in: "" for the file, a header's path for
+  // one of its own headers, nullopt elsewhere (the stand-in, the prelude).
+  std::optional<std::string> checked_file(const clang::SourceManager& sm, clang::SourceLocation loc) const {
+    if (loc.isInvalid()) return std::nullopt;
+    const clang::FileID fid = sm.getFileID(sm.getExpansionLoc(loc));
+    if (fid == sm.getMainFileID()) return "";
+    if (checked_header(sm, fid))
+      return std::filesystem::path(std::string(sm.getFileEntryRefForID(fid)->getName())).lexically_normal().string();
+    return std::nullopt;
+  }
+
+  // The lowered text of a checked file ("" the file itself).
+  const std::string& lowered_text(const std::string& file) const {
+    if (file.empty() || !headers_) return lowered_.text;
+    auto it = headers_->find(file);
+    return it == headers_->end() ? lowered_.text : it->second.lowered.text;
+  }
+
   const std::string& file() const { return file_; }
-  const std::string& lowered_text() const { return lowered_.text; }
 
  private:
   const CheckedHeader* checked_header(const clang::SourceManager& sm, clang::FileID fid) const {
@@ -150,6 +167,7 @@ struct Insertion {
   size_t offset = 0;
   std::string text;
   bool opens = true;  // at one offset, closers end what precedes
+  std::string file;   // "" for the checked file, else one of its own headers (CheckedHeaders' key)
   bool operator==(const Insertion&) const = default;
 };
 
@@ -167,11 +185,11 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     llvm::SmallString<256> text;
     info.FormatDiagnostic(text);
     if (level == clang::DiagnosticsEngine::Note) {
-      if (last_error_ && is_braced_list_for_a_vector(info) && !info.getRanges().empty() &&
-          locator_.in_main(info.getSourceManager(), info.getRanges()[0].getBegin())) {
+      if (last_error_ && is_braced_list_for_a_vector(info) && !info.getRanges().empty()) {
         const clang::SourceManager& sm = info.getSourceManager();
-        repairs_.push_back({sm.getFileOffset(sm.getExpansionLoc(info.getRanges()[0].getBegin())),
-                            "__mf_braced_vector", true});
+        const clang::SourceLocation at = info.getRanges()[0].getBegin();
+        if (std::optional<std::string> file = locator_.checked_file(sm, at))
+          repairs_.push_back({sm.getFileOffset(sm.getExpansionLoc(at)), "__mf_braced_vector", true, *file});
       }
       // The why of the last error ("candidate function not viable: cannot
       // pass pointer to address space 'threadgroup' ..."), when it is in the
@@ -251,18 +269,22 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     return type->isExtVectorType();
   }
 
-  // Lowered offsets [begin, end) of a diagnostic's range in the checked
-  // file, outside macro expansions.
-  std::optional<std::pair<size_t, size_t>> operand_span(const clang::SourceManager& sm,
-                                                        const clang::CharSourceRange& range) const {
+  // Lowered offsets [begin, end) of a diagnostic's range in one checked
+  // file (the file or one of its own headers), outside macro expansions.
+  struct Span {
+    size_t begin = 0, end = 0;
+    std::string file;  // as Insertion::file
+  };
+  std::optional<Span> operand_span(const clang::SourceManager& sm, const clang::CharSourceRange& range) const {
     if (!lang_options_ || range.getBegin().isMacroID() || range.getEnd().isMacroID()) return std::nullopt;
-    if (!locator_.in_main(sm, range.getBegin()) || !locator_.in_main(sm, range.getEnd())) return std::nullopt;
+    const std::optional<std::string> file = locator_.checked_file(sm, range.getBegin());
+    if (!file || locator_.checked_file(sm, range.getEnd()) != file) return std::nullopt;
     clang::SourceLocation end = range.getEnd();
     if (range.isTokenRange()) end = clang::Lexer::getLocForEndOfToken(end, 0, sm, *lang_options_);
     if (end.isInvalid()) return std::nullopt;
     size_t b = sm.getFileOffset(range.getBegin()), e = sm.getFileOffset(end);
-    if (e <= b || e > locator_.lowered_text().size()) return std::nullopt;
-    return std::pair(b, e);
+    if (e <= b || e > locator_.lowered_text(*file).size()) return std::nullopt;
+    return Span{b, e, *file};
   }
 
   // The errors on valid Metal that the cpu backend repairs from clang's
@@ -291,16 +313,15 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     clang::QualType types[2] = {clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(0))),
                                 clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(1)))};
     const clang::SourceManager& sm = info.getSourceManager();
-    std::optional<std::pair<size_t, size_t>> spans[2] = {operand_span(sm, info.getRange(0)),
-                                                         operand_span(sm, info.getRange(1))};
-    if (!spans[0] || !spans[1]) return;
+    std::optional<Span> spans[2] = {operand_span(sm, info.getRange(0)), operand_span(sm, info.getRange(1))};
+    if (!spans[0] || !spans[1] || spans[0]->file != spans[1]->file) return;
     if (conditional) {
       // One type (genuinely different types are Metal's error too).
       if (types[0].getCanonicalType().getTypePtr() != types[1].getCanonicalType().getTypePtr()) return;
       for (int k = 0; k < 2; ++k) {
         if (types[k].getAddressSpace() == clang::LangAS::Default) continue;
-        repairs_.push_back({spans[k]->first, "__mf_rvalue(", true});
-        repairs_.push_back({spans[k]->second, ")", false});
+        repairs_.push_back({spans[k]->begin, "__mf_rvalue(", true, spans[k]->file});
+        repairs_.push_back({spans[k]->end, ")", false, spans[k]->file});
       }
       return;
     }
@@ -308,13 +329,13 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     if (first_is_vector == second_is_vector) return;
     const auto& vector = *spans[first_is_vector ? 0 : 1];
     const auto& scalar = *spans[first_is_vector ? 1 : 0];
-    const std::string& text = locator_.lowered_text();
-    auto slice = [&](const std::pair<size_t, size_t>& span) { return text.substr(span.first, span.second - span.first); };
-    repairs_.push_back({scalar.first,
+    const std::string& text = locator_.lowered_text(scalar.file);
+    auto slice = [&](const Span& span) { return text.substr(span.begin, span.end - span.begin); };
+    repairs_.push_back({scalar.begin,
                         fmt::format("static_cast<__mf_scalar_operand_t<decltype({}), decltype({})>>(", slice(vector),
                                     slice(scalar)),
-                        true});
-    repairs_.push_back({scalar.second, ")", false});
+                        true, scalar.file});
+    repairs_.push_back({scalar.end, ")", false, scalar.file});
   }
 
   const Locator& locator_;
@@ -498,10 +519,12 @@ ClangParse parse_lowered(const LoweredMsl& lowered, const Locator& locator, cons
   return parse;
 }
 
-// The lowered text with these insertions (back to front; at one offset the
-// openers first, so that the closers inserted after them end what precedes).
-LoweredMsl with_insertions(const LoweredMsl& lowered, std::vector<Insertion> insertions) {
+// The lowered text with the insertions into `file` (back to front; at one
+// offset the openers first, so that the closers inserted after them end what
+// precedes).
+LoweredMsl with_insertions(const LoweredMsl& lowered, std::vector<Insertion> insertions, const std::string& file) {
   LoweredMsl out = lowered;
+  std::erase_if(insertions, [&](const Insertion& i) { return i.file != file; });
   std::sort(insertions.begin(), insertions.end(), [](const Insertion& x, const Insertion& y) {
     return x.offset != y.offset ? x.offset > y.offset : x.opens > y.opens;
   });
@@ -528,11 +551,14 @@ ClangParse with_valid_metal_repaired(ClangParse parse, std::string_view source, 
                                      const std::string& file, const ParseSetup& setup,
                                      const PrecompiledStandin* pch) {
   LoweredMsl repaired = lowered;
+  CheckedHeaders headers = setup.headers;  // the file's own headers are repaired alike
+  const ParseSetup repaired_setup{setup.main_path, setup.standin, headers, setup.include_dirs};
   std::vector<Insertion> repairs = parse.repairs;
   for (int round = 0; round < 8 && !repairs.empty(); ++round) {
-    repaired = with_insertions(repaired, repairs);
-    const Locator locator(source, repaired, file, &setup.headers);
-    ClangParse retry = parse_lowered(repaired, locator, setup, pch);
+    repaired = with_insertions(repaired, repairs, "");
+    for (auto& [path, header] : headers) header.lowered = with_insertions(header.lowered, repairs, path);
+    const Locator locator(source, repaired, file, &headers);
+    ClangParse retry = parse_lowered(repaired, locator, repaired_setup, pch);
     if (retry.ran && retry.clang_errors.empty()) return retry;
     repairs = retry.repairs;
   }

@@ -123,6 +123,30 @@ TEST_F(CheckCli, OwnHeadersNextToTheFileAndThroughMinusIAreCheckedWithIt) {
       << without.err;
 }
 
+// The valid Metal that clang rejects and both lowerings repair from its
+// diagnostics (a braced list for a vector parameter, a scalar of higher
+// rank than a vector's elements, a conditional across address spaces) is
+// repaired in the file's own headers too (MLX's unary.h, binary_ops.h).
+TEST_F(CheckCli, ValidMetalIsRepairedInAnOwnHeaderToo) {
+  write("ops.h",
+        "#pragma once\n#include <metal_stdlib>\nusing namespace metal;\n"
+        "inline uint at(uint3 e, uint w) { return e.x + e.y * w; }\n"
+        "template <typename T> T halve(vec<T, 2> v) { return (0.5 * v).x; }\n"
+        "inline float pick(threadgroup bfloat* tg, bool c, int i) { return float(c ? tg[i] : bfloat(0)); }\n"
+        "inline uint placed(uint3 g, uint w) { return at({2 * g.x, g.y, 0u}, w); }\n");
+  fs::path file = write("uses_ops.metal",
+                        "#include \"ops.h\"\n"
+                        "kernel void k(device float* out [[buffer(0)]], uint3 g [[thread_position_in_grid]],\n"
+                        "              uint l [[thread_position_in_threadgroup]]) {\n"
+                        "  threadgroup bfloat tg[4];\n"
+                        "  tg[l % 4] = bfloat(1.0f);\n"
+                        "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                        "  out[placed(g, 8)] = halve<half>(half2(1.0h, 2.0h)) + pick(tg, true, int(l % 4));\n}\n");
+  test::ProcessResult r = mfagen({"check", file.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(file.string() + ": ok (1 kernel,"), std::string::npos) << r.out << r.err;
+}
+
 // Metal's rules hold in the file's own headers too, and their findings and
 // clang's errors name the header, at the line and column written there.
 TEST_F(CheckCli, FindingsInAnOwnHeaderNameTheHeader) {
