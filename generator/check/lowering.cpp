@@ -266,18 +266,6 @@ class Lowering {
     return false;
   }
 
-  // The `{` of the body of the function declared from token k on (the first
-  // `{` or `;` outside brackets), or count() for a declaration without one.
-  size_t function_body(size_t k) const {
-    for (int depth = 0; k < count(); ++k) {
-      if (is(k, "(") || is(k, "[")) ++depth;
-      if (is(k, ")") || is(k, "]")) --depth;
-      if (depth == 0 && is(k, ";")) return count();
-      if (depth == 0 && is(k, "{")) return k;
-    }
-    return count();
-  }
-
   // A template kernel is a plain function to clang (above), where OpenCL
   // forbids variables in the local address space ("non-kernel function
   // variable cannot be declared in local address space"); Metal allows
@@ -291,7 +279,7 @@ class Lowering {
   // (declared in the prelude; signatures.cpp counts its bytes). Other forms
   // stay as written, and clang's error with them.
   void lower_threadgroup_variables_of_template_kernel(size_t kernel) {
-    const size_t open = function_body(kernel + 1);
+    const size_t open = view_.declaration_body(kernel + 1);
     if (open >= count()) return;
     const size_t close = view_.find_matching(open);
     if (close >= count()) return;

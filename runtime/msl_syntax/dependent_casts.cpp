@@ -23,13 +23,8 @@ void lower_dependent_casts(TokenView& v, const UnaryBeforeCastHandler& on_unary_
           (v.is(j + 2, ",") || v.is(j + 2, "=") || j + 2 == close))
         type_parameters.emplace(v.text(j + 1));
     if (type_parameters.empty()) continue;
-    size_t body = close + 1;
-    for (int depth = 0; body < v.count(); ++body) {
-      if (v.is(body, "(") || v.is(body, "[")) ++depth;
-      if (v.is(body, ")") || v.is(body, "]")) --depth;
-      if (depth == 0 && (v.is(body, "{") || v.is(body, ";"))) break;
-    }
-    if (!v.is(body, "{")) continue;
+    const size_t body = v.declaration_body(close + 1);
+    if (body >= v.count()) continue;
     size_t end = v.find_matching(body);
     if (end >= v.count()) continue;
     for (size_t j = body; j + 3 < end; ++j) {

@@ -34,6 +34,16 @@ std::string_view TokenView::original_text(size_t begin, size_t end) const {
   return std::string_view(original_).substr(from, to - from);
 }
 
+size_t TokenView::declaration_body(size_t k) const {
+  for (int depth = 0; k < count(); ++k) {
+    if (is(k, "(") || is(k, "[")) ++depth;
+    if (is(k, ")") || is(k, "]")) --depth;
+    if (depth == 0 && is(k, ";")) return count();
+    if (depth == 0 && is(k, "{")) return k;
+  }
+  return count();
+}
+
 size_t TokenView::find_matching(size_t k) const {
   std::string_view open = text(k);
   std::string_view close = open == "(" ? ")" : open == "[" ? "]" : open == "{" ? "}" : ">";

@@ -58,6 +58,10 @@ class TokenView {
   size_t find_matching(size_t k) const;
   // The same, but an unclosed bracket is an error (fail).
   size_t matching(size_t k) const;
+  // The `{` that opens the body of the declaration going on from token k
+  // (the first `{` or `;` outside parentheses and brackets), or count() for
+  // a declaration without one.
+  size_t declaration_body(size_t k) const;
 
   // Throws SyntaxError "file:line: error: message" for token k.
   [[noreturn]] void fail(size_t k, const std::string& message) const;
