@@ -273,7 +273,7 @@ class Lowering {
   // kernels), and the cpu backend makes every one a reference to the
   // threadgroup's storage (runtime/backends/cpu/msl_lowering.cpp,
   // lower_threadgroup_declarations). So does the checker, for one declarator
-  // without an initializer at the body's top level:
+  // at the body's top level (its initializer dropped, as there):
   //   threadgroup half sk[N];  ->  __attribute__((annotate("msl:threadgroup_variable"))) __local
   //                                half (&sk)[N] = ::__mf_check_threadgroup_storage<decltype(sk)>();
   // (declared in the prelude; signatures.cpp counts its bytes). Other forms
@@ -291,20 +291,30 @@ class Lowering {
       }
       const bool statement_start = is(k - 1, "{") || is(k - 1, "}") || is(k - 1, ";") || k - 1 == lowered_end;
       if (!is(k, "threadgroup") || view_.in_attribute(k) || !statement_start) continue;
-      size_t end = k + 1, first_bracket = 0;
+      size_t end = k + 1, first_bracket = 0, initializer = 0;
       bool single = true;
+      // Angle brackets count as brackets, as in the cpu backend's lowering:
+      // a comma between template arguments (`threadgroup vec<T, 2> buf[N];`,
+      // MLX's fft.h) separates no declarators.
       for (int depth = 0; end < close && !(depth == 0 && is(end, ";")); ++end) {
-        if (is(end, "(") || is(end, "[") || is(end, "{")) {
-          if (depth == 0 && is(end, "[") && !first_bracket) first_bracket = end;
+        if (is(end, "(") || is(end, "[") || is(end, "{") || is(end, "<")) {
+          if (depth == 0 && is(end, "[") && !first_bracket && !initializer) first_bracket = end;
           ++depth;
         }
-        if (is(end, ")") || is(end, "]") || is(end, "}")) --depth;
-        if (depth == 0 && (is(end, "=") || is(end, ","))) single = false;
+        if (is(end, ")") || is(end, "]") || is(end, "}") || is(end, ">")) --depth;
+        if (is(end, ">>")) depth -= 2;
+        if (depth == 0 && is(end, ",")) single = false;
+        if (depth == 0 && is(end, "=") && !initializer) initializer = end;
       }
-      const size_t name = (first_bracket ? first_bracket : end) - 1;
+      const size_t declarator_end = initializer ? initializer : end;
+      const size_t name = (first_bracket ? first_bracket : declarator_end) - 1;
       if (!single || end >= close || name <= k + 1 || !view_.is_identifier(name) || is(name - 1, "*") ||
-          is(name - 1, "&"))
-        continue;
+          is(name - 1, "&") || (first_bracket && is(first_bracket + 1, "]")))
+        continue;  // an array sized by its initializer is check_threadgroup_initializers' finding
+      // An initializer is not applied, as in the cpu backend
+      // (`threadgroup float local_buffer[32] = {0};`, MLX's layer_norm; the
+      // non-template case is accepted in check.cpp, err_local_cant_init).
+      for (size_t j = declarator_end; j < end; ++j) view_.replace(j, "");
       const std::string variable(text(name));
       view_.replace(k, "__attribute__((annotate(\"msl:threadgroup_variable\"))) __local");
       view_.replace(name, "(&" + variable + ")");

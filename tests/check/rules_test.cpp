@@ -1020,6 +1020,31 @@ TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
   EXPECT_EQ(k->threadgroup_memory_bytes, 16u * 2 + 4 * 4);
 }
 
+// Two more forms of a template kernel's threadgroup variables (MLX's fft.h
+// and layer_norm.metal, which `xcrun metal` builds): a template argument
+// list with a comma in the type, and an initializer, which the cpu backend
+// accepts and does not apply (docs/verification.md says why).
+TEST(CheckRules, TemplateKernelThreadgroupVariablesWithTemplateTypesAndInitializersAreValidMetal) {
+  const std::string source = kHeader +
+                             "template <typename T, int N>\n"
+                             "[[kernel]] void pairs(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
+                             "                      ushort lane [[thread_index_in_simdgroup]]) {\n"
+                             "  threadgroup vec<T, 2> staged[N];\n"
+                             "  threadgroup float sums[4] = {0};\n"
+                             "  staged[lane % N] = vec<T, 2>(in[lane], in[lane]);\n"
+                             "  sums[lane % 4] = 1.0f;\n"
+                             "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                             "  out[lane] = staged[(lane + 1) % N].y + T(sums[0]);\n"
+                             "}\n"
+                             "template [[host_name(\"pairs_float_8\")]] [[kernel]] void pairs<float, 8>(device const float*, "
+                             "device float*, ushort);\n";
+  CheckResult r = check_both_ways(source, "template_tg_forms.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  const KernelSignature* k = r.kernel("pairs_float_8");
+  ASSERT_NE(k, nullptr) << dump(r);
+  EXPECT_EQ(k->threadgroup_memory_bytes, 8u * 8 + 4 * 4);
+}
+
 // Metal's constructs inside macros (MLX's instantiate_kernel and
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the
