@@ -327,5 +327,15 @@ TEST(PeerConstructs, OverloadedKernelTemplatesAreToldApartByTheirArguments) {
   }
 }
 
+// MLX's `static constexpr constant U init = U(0);` (reduction/ops.h): a
+// template parameter's constructor and cast stay constant expressions.
+TEST(PeerConstructs, ConstexprInitializersThroughATemplateParameter) {
+  auto module = compile_constructs();
+  std::vector<float> out(3, -1.0f);
+  auto result = run(*module, "constexpr_dependent_constructors", {1, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{13.0f, 13.0f, 4.0f}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

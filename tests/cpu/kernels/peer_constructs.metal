@@ -500,3 +500,26 @@ kernel void bfloat_assigned_from_converting_classes(device float* out [[buffer(0
   op.scale = local;
   out[3] = float(op.scale * bfloat(3));
 }
+
+// MLX's reduction/ops.h, scan.h and sort.h: `static constexpr constant U
+// init = U(0);` in a class template. A constructor or C-style cast of a
+// template type parameter is a constant expression (the lowering's
+// __mf_dep_ctor / __mf_dep_cast for them are constexpr), here used where
+// only one is allowed: another constexpr variable and an array bound.
+// out = {13, 13, 4}.
+template <typename U>
+struct PeerReductionInit {
+  static constexpr constant U init = U(3);
+  static constexpr constant U cast_init = (U)7;
+};
+template <typename U>
+U peer_init_twice_plus_cast() {
+  constexpr U twice = PeerReductionInit<U>::init * U(2);
+  return twice + PeerReductionInit<U>::cast_init;
+}
+kernel void constexpr_dependent_constructors(device float* out [[buffer(0)]]) {
+  out[0] = float(peer_init_twice_plus_cast<int>());
+  out[1] = peer_init_twice_plus_cast<float>();
+  int bound[PeerReductionInit<int>::init + 1] = {};
+  out[2] = float(sizeof(bound) / sizeof(bound[0]));
+}

@@ -154,7 +154,7 @@ struct __mf_is_cast_tag<__mf_dep_cast<T>> {
   static constexpr bool value = true;
 };
 template <class T, class X, ::__mf_if<!__mf_is_cast_tag<X>::value> = 0>
-METAL_FUNC auto operator->*(__mf_dep_cast<T>, X x) {
+METAL_FUNC constexpr auto operator->*(__mf_dep_cast<T>, X x) {
   static_assert(!__is_reference(T), "the cpu backend does not support a C-style cast to a template reference type");
   if constexpr (::__mf_vt<T>::is_vec)
     return __mf_vec_cast_apply<::__mf_unqual<T>>(x);
@@ -165,18 +165,20 @@ METAL_FUNC auto operator->*(__mf_dep_cast<T>, X x) {
 // Scalars, vectors and bfloat take their arguments by value, so that a
 // vector element converts (`AccumType(frag[j])`, MLX's steel_attention_nax.h:
 // no reference binds to a vector element); classes get them forwarded.
+// constexpr, as the construction it stands for is: `static constexpr
+// constant U init = U(0);` (MLX's reduction/ops.h) is a constant expression.
 template <class T>
 inline constexpr bool __mf_dep_ctor_by_value =
     __is_scalar(::__mf_unqual<T>) || ::__mf_vt<T>::is_vec || __is_same(::__mf_unqual<T>, bfloat);
 template <class T, class... A, ::__mf_if<__mf_dep_ctor_by_value<T>> = 0>
-METAL_FUNC auto __mf_dep_ctor(A... args) {
+METAL_FUNC constexpr auto __mf_dep_ctor(A... args) {
   if constexpr (::__mf_vt<T>::is_vec)
     return __mf_vec_ctor<::__mf_unqual<T>>(args...);
   else
     return T(args...);
 }
 template <class T, class... A, ::__mf_if<!__mf_dep_ctor_by_value<T>> = 0>
-METAL_FUNC auto __mf_dep_ctor(A&&... args) {
+METAL_FUNC constexpr auto __mf_dep_ctor(A&&... args) {
   return T(static_cast<A&&>(args)...);
 }
 
