@@ -9,6 +9,7 @@
 
 #include "check/rules.h"
 #include "mfagen/msl/coherence_qualifiers.h"
+#include "mfagen/msl/constexpr_constants.h"
 #include "mfagen/msl/dependent_casts.h"
 #include "mfagen/msl/function_pointers.h"
 #include "mfagen/msl/literal_types.h"
@@ -107,6 +108,7 @@ class Lowering {
     check_threadgroup_initializers();
     msl::drop_coherence_qualifiers(view_);
     msl::drop_redundant_constexpr_member_definitions(view_);
+    msl::lower_constexpr_constants(view_);
     msl::lower_vec_partial_specializations(view_);
     msl::lower_function_pointer_template_parameters(view_);
     // The prelude's function pointers extension admits them in clang too.
@@ -273,7 +275,7 @@ class Lowering {
   // kernels), and the cpu backend makes every one a reference to the
   // threadgroup's storage (runtime/backends/cpu/msl_lowering.cpp,
   // lower_threadgroup_declarations). So does the checker, for one declarator
-  // at the body's top level (its initializer dropped, as there):
+  // at the start of a statement of the body (its initializer dropped, as there):
   //   threadgroup half sk[N];  ->  __attribute__((annotate("msl:threadgroup_variable"))) __local
   //                                half (&sk)[N] = ::__mf_check_threadgroup_storage<decltype(sk)>();
   // (declared in the prelude; signatures.cpp counts its bytes). Other forms
@@ -285,7 +287,9 @@ class Lowering {
     if (close >= count()) return;
     size_t lowered_end = close;  // the `;` of the declaration lowered last (its text is rewritten)
     for (size_t k = open + 1; k < close; ++k) {
-      if (is(k, "{") || is(k, "(") || is(k, "[")) {
+      // Nested blocks are entered: `if (lsize.y > 1) { threadgroup U
+      // shared[N]; ... }` (MLX's reduce_col.h), as in the cpu backend.
+      if (is(k, "(") || is(k, "[")) {
         k = std::min(view_.find_matching(k), close);
         continue;
       }

@@ -51,7 +51,7 @@ std::vector<std::string> language_flags(const std::filesystem::path& standin_dir
           "x86_64-unknown-linux-gnu",
           "-Xclang",
           "-ffake-address-space-map",
-          "-ferror-limit=100",
+          "-ferror-limit=0",
           "-fno-caret-diagnostics",
           "-isystem",
           standin_dir.string()};

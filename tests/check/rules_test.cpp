@@ -1045,6 +1045,41 @@ TEST(CheckRules, TemplateKernelThreadgroupVariablesWithTemplateTypesAndInitializ
   EXPECT_EQ(k->threadgroup_memory_bytes, 8u * 8 + 4 * 4);
 }
 
+// MLX's reduction kernels: `static constexpr constant U init = U(0);` and
+// `= Limits<U>::max;` with U a class (its complex64_t), copied out as Metal
+// copies from any space (mfagen/msl/constexpr_constants.h), and a template
+// kernel's threadgroup array declared in a nested block (reduce_col.h).
+TEST(CheckRules, ConstexprConstantsAndNestedThreadgroupArraysAreValidMetal) {
+  const std::string source = kHeader +
+                             "struct Pair {\n"
+                             "  float re, im;\n"
+                             "  constexpr Pair(float r, float i) thread : re(r), im(i) {}\n"
+                             "};\n"
+                             "template <typename T> struct Lim;\n"
+                             "template <> struct Lim<Pair> { static constexpr constant Pair max = Pair(2, 1); };\n"
+                             "template <> struct Lim<float> { static constexpr constant float max = 3; };\n"
+                             "template <typename U> struct MaxOp {\n"
+                             "  static constexpr constant U init = Lim<U>::max;\n"
+                             "  static constexpr constant U zero = U(0);\n"
+                             "};\n"
+                             "template <typename T, int N>\n"
+                             "[[kernel]] void reduce(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {\n"
+                             "  Pair p = MaxOp<Pair>::init;\n"
+                             "  if (lid < N) {\n"
+                             "    threadgroup T shared[N];\n"
+                             "    shared[lid] = MaxOp<T>::init + MaxOp<T>::zero;\n"
+                             "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                             "    out[lid] = shared[(lid + 1) % N] + p.re;\n"
+                             "  }\n"
+                             "}\n"
+                             "template [[host_name(\"reduce_float_32\")]] [[kernel]] void reduce<float, 32>(device float*, uint);\n";
+  CheckResult r = check_both_ways(source, "constexpr_constants.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  const KernelSignature* k = r.kernel("reduce_float_32");
+  ASSERT_NE(k, nullptr) << dump(r);
+  EXPECT_EQ(k->threadgroup_memory_bytes, 32u * 4);
+}
+
 // Metal's constructs inside macros (MLX's instantiate_kernel and
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the

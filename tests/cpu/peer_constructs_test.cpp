@@ -337,5 +337,15 @@ TEST(PeerConstructs, ConstexprInitializersThroughATemplateParameter) {
   EXPECT_EQ(out, (std::vector<float>{13.0f, 13.0f, 4.0f}));
 }
 
+// MLX's Limits<complex64_t>: a class object copied out of a constexpr
+// constant (lowered to the default space, mfagen/msl/constexpr_constants.h).
+TEST(PeerConstructs, ClassObjectsCopiedOutOfConstexprConstants) {
+  auto module = compile_constructs();
+  std::vector<float> out(4, 0.0f);
+  auto result = run(*module, "constexpr_class_constants", {1, 1, 1}, {1, 1, 1}, {bind(0, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<float>{2.5f, -1.0f, -1.0f, 2.5f}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "mfagen/msl/cast_context.h"
+#include "mfagen/msl/constexpr_constants.h"
 #include "mfagen/msl/integer_expression.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/token_view.h"
@@ -127,6 +128,29 @@ TEST(CastContext, TellsCastsFromSizeofCallsAndDeclarations) {
   EXPECT_EQ(context("a = c - (T)b;"), CastContext::cast);
   EXPECT_EQ(context("a = 1 & (T)b;"), CastContext::cast);
   EXPECT_EQ(context("return -(T)b;"), CastContext::cast_after_unary_operator);
+}
+
+// A constexpr object in the constant space is declared in the default
+// space (the header says why); arrays, pointers, references, functions and
+// declarations without constexpr keep `constant`.
+TEST(ConstexprConstants, OnlyConstexprObjectsLeaveTheConstantSpace) {
+  TokenView v(
+      "template <typename U> struct Max { static constexpr constant U init = Limits<U>::max; };\n"
+      "struct S { public: static constant constexpr const metal::complex<float> z{1, 2}; };\n"
+      "constexpr constant static float table[16] = {0};\n"
+      "constant constexpr float* p = nullptr;\n"
+      "constant float plain = 1;\n"
+      "constexpr constant float& r = plain;\n"
+      "void f(constant float* x) { constexpr constant int n = 4; }\n");
+  lower_constexpr_constants(v);
+  EXPECT_EQ(v.joined(),
+            "template <typename U> struct Max { static constexpr  U init = Limits<U>::max; };\n"
+            "struct S { public: static  constexpr const metal::complex<float> z{1, 2}; };\n"
+            "constexpr constant static float table[16] = {0};\n"
+            "constant constexpr float* p = nullptr;\n"
+            "constant float plain = 1;\n"
+            "constexpr constant float& r = plain;\n"
+            "void f(constant float* x) { constexpr  int n = 4; }\n");
 }
 
 TEST(OpenClKeywords, EveryUseOutsideAttributesIsRenamed) {

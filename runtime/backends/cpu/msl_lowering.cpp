@@ -10,6 +10,7 @@
 
 #include "mfagen/msl/integer_expression.h"
 #include "mfagen/msl/coherence_qualifiers.h"
+#include "mfagen/msl/constexpr_constants.h"
 #include "mfagen/msl/literal_types.h"
 #include "mfagen/msl/opencl_keywords.h"
 #include "mfagen/msl/redundant_constexpr_definitions.h"
@@ -73,6 +74,7 @@ class Lowering {
     reject_unsupported_tokens();
     msl::drop_coherence_qualifiers(view_);
     msl::drop_redundant_constexpr_member_definitions(view_);
+    msl::lower_constexpr_constants(view_);
     msl::rename_opencl_only_keywords(view_);
     msl::type_floating_literals_as_float(view_);
     lower_function_constants();

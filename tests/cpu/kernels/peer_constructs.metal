@@ -523,3 +523,30 @@ kernel void constexpr_dependent_constructors(device float* out [[buffer(0)]]) {
   int bound[PeerReductionInit<int>::init + 1] = {};
   out[2] = float(sizeof(bound) / sizeof(bound[0]));
 }
+
+// MLX's `static constexpr constant U init = Limits<U>::max;` with U its
+// complex64_t (reduction/ops.h, scan.h, sort.h): a class object copied out
+// of a constexpr constant, into another and into thread memory, as Metal
+// copies it from any space. out = {2.5, -1, -1, 2.5}.
+struct PeerPair {
+  float re, im;
+  constexpr PeerPair(float r, float i) thread : re(r), im(i) {}
+};
+template <typename T>
+struct PeerLimits;
+template <>
+struct PeerLimits<PeerPair> {
+  static constexpr constant PeerPair max = PeerPair(2.5f, -1.0f);
+};
+template <typename U>
+struct PeerMaxOp {
+  static constexpr constant U init = PeerLimits<U>::max;
+};
+kernel void constexpr_class_constants(device float* out [[buffer(0)]]) {
+  PeerPair copy = PeerMaxOp<PeerPair>::init;
+  out[0] = copy.re;
+  out[1] = copy.im;
+  copy = PeerPair(PeerMaxOp<PeerPair>::init.im, PeerMaxOp<PeerPair>::init.re);
+  out[2] = copy.re;
+  out[3] = copy.im;
+}
