@@ -393,7 +393,6 @@ class CheckConsumer : public clang::ASTConsumer {
     RuleMatchers rules(findings);
     rules.register_on(finder);
     finder.matchAST(context);
-    find_recursion(context, top_level, findings);
     find_tensor_op_misuse(context, top_level, findings);
     const clang::SourceManager& sm = context.getSourceManager();
     for (const Finding& f : findings) {

@@ -2,11 +2,9 @@
 
 #include <clang/AST/Attr.h>
 #include <clang/AST/ExprCXX.h>
-#include <clang/Analysis/CallGraph.h>
 #include <clang/ASTMatchers/ASTMatchers.h>
 #include <clang/Lex/Lexer.h>
 #include <fmt/format.h>
-#include <llvm/ADT/SCCIterator.h>
 
 #include <map>
 #include <set>
@@ -391,96 +389,6 @@ void RuleMatchers::register_on(MatchFinder& finder) {
   finder.addMatcher(
       cxxOperatorCallExpr(isExpansionInCheckedCode(), callee(cxxMethodDecl(isExpansionInCheckedCode()))).bind("operator"),
       cb(7));
-}
-
-namespace {
-
-// The call graph of the checked file's functions and of every function they
-// reach. CallGraph adds a function's calls when it traverses its
-// definition; callees outside the checked file are traversed here, until no
-// new function is reached.
-void build_reachable_call_graph(clang::CallGraph& graph, const std::vector<clang::Decl*>& top_level) {
-  for (clang::Decl* d : top_level) graph.addToCallGraph(d);
-  std::set<const clang::Decl*> traversed;
-  for (bool grew = true; grew;) {
-    std::vector<clang::FunctionDecl*> reached;
-    for (const auto& [decl, node] : graph) {
-      const auto* function = llvm::dyn_cast_or_null<clang::FunctionDecl>(decl);
-      const clang::FunctionDecl* definition = nullptr;
-      // Implicit members (a defaulted constructor) are left out, as the
-      // graph's own traversal of a file leaves them out.
-      if (!function || !function->hasBody(definition) || definition->isImplicit() || in_checked_code(*definition))
-        continue;
-      if (traversed.insert(definition).second) reached.push_back(const_cast<clang::FunctionDecl*>(definition));
-    }
-    for (clang::FunctionDecl* definition : reached) graph.addToCallGraph(definition);
-    grew = !reached.empty();
-  }
-}
-
-}  // namespace
-
-void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
-                    std::vector<Finding>& findings) {
-  const clang::SourceManager& sm = context.getSourceManager();
-  auto in_checked = [&](const clang::Decl* d) { return d && in_checked_code(*d); };
-  clang::CallGraph graph;
-  build_reachable_call_graph(graph, top_level);
-  const size_t first_finding = findings.size();
-  for (auto scc = llvm::scc_begin(&graph); !scc.isAtEnd(); ++scc) {
-    const std::vector<clang::CallGraphNode*>& nodes = *scc;
-    if (!scc.hasCycle()) continue;
-    std::set<const clang::CallGraphNode*> members(nodes.begin(), nodes.end());
-    // Start at the first function of the checked file (in source order).
-    const clang::CallGraphNode* start = nullptr;
-    for (const clang::CallGraphNode* n : nodes)
-      if (in_checked(n->getDecl()) &&
-          (!start || sm.isBeforeInTranslationUnit(n->getDecl()->getLocation(), start->getDecl()->getLocation())))
-        start = n;
-    if (!start) continue;
-    // Walk the cycle back to `start` (breadth-first, shortest).
-    std::map<const clang::CallGraphNode*, std::pair<const clang::CallGraphNode*, const clang::Expr*>> parent;
-    std::vector<const clang::CallGraphNode*> queue = {start};
-    const clang::Expr* closing_call = nullptr;
-    const clang::CallGraphNode* last = nullptr;
-    for (size_t q = 0; q < queue.size() && !last; ++q) {
-      for (const clang::CallGraphNode::CallRecord& edge : *queue[q]) {
-        if (!members.contains(edge.Callee)) continue;
-        if (edge.Callee == start) {
-          last = queue[q];
-          closing_call = edge.CallExpr;
-          break;
-        }
-        if (parent.emplace(edge.Callee, std::pair{queue[q], edge.CallExpr}).second) queue.push_back(edge.Callee);
-      }
-    }
-    if (!last) continue;
-    std::vector<std::string> names;
-    const clang::Expr* first_call = closing_call;
-    for (const clang::CallGraphNode* n = last; n != start; n = parent.at(n).first) {
-      names.push_back(llvm::cast<clang::NamedDecl>(n->getDecl())->getNameAsString());
-      first_call = parent.at(n).second;
-    }
-    std::string name = llvm::cast<clang::NamedDecl>(start->getDecl())->getNameAsString();
-    std::string message;
-    if (names.empty()) {
-      message = fmt::format("'{}' calls itself: recursion is not allowed in Metal", name);
-    } else {
-      std::string path = name;
-      for (auto it = names.rbegin(); it != names.rend(); ++it) path += " -> " + *it;
-      message = fmt::format("recursion through {} -> {}: recursion is not allowed in Metal", path, name);
-    }
-    clang::SourceLocation at = first_call && in_checked(start->getDecl()) && in_checked_code(sm, first_call->getBeginLoc())
-                                   ? first_call->getBeginLoc()
-                                   : start->getDecl()->getLocation();
-    findings.push_back({rules::kRecursion, at, std::move(message)});
-  }
-  // In source order, whatever order the graph's cycles came in.
-  std::stable_sort(findings.begin() + first_finding, findings.end(), [&](const Finding& a, const Finding& b) {
-    clang::SourceLocation x = sm.getExpansionLoc(a.location), y = sm.getExpansionLoc(b.location);
-    if (x != y) return sm.isBeforeInTranslationUnit(x, y);
-    return a.message < b.message;
-  });
 }
 
 }  // namespace mfagen::check

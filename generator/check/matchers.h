@@ -32,11 +32,4 @@ class RuleMatchers {
   std::vector<std::unique_ptr<clang::ast_matchers::MatchFinder::MatchCallback>> callbacks_;
 };
 
-// recursion: cycles of the call graph through functions of the checked file
-// (direct and indirect). The graph holds the functions of `top_level`
-// (checked_code_decls) and every function they reach, in the stand-in too: a
-// cycle through the checked file lies within them.
-void find_recursion(clang::ASTContext& context, const std::vector<clang::Decl*>& top_level,
-                    std::vector<Finding>& findings);
-
 }  // namespace mfagen::check

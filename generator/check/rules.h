@@ -1,13 +1,16 @@
 // The Metal-subset rules the checker enforces (DESIGN.md section 6): things
 // Metal rejects that clang's C++ for OpenCL (our host dialect) may accept.
-// Each diagnostic carries one of these names.
+// Each diagnostic carries one of these names. Recursion is not one: Apple
+// documents recursive functions in compute passes (MTLComputePipelineDescriptor
+// maxCallStackDepth, macOS 11: "Change its value if you use recursive
+// functions in your compute pass"), MLX ships one (utils.h,
+// LoopedElemToLoc::next), and the cpu backend runs it.
 #pragma once
 
 #include <string_view>
 
 namespace mfagen::check::rules {
 
-inline constexpr std::string_view kRecursion = "recursion";                     // direct or indirect, call graph
 inline constexpr std::string_view kVirtualFunction = "virtual-function";
 inline constexpr std::string_view kExceptions = "exceptions";                   // throw, try
 inline constexpr std::string_view kDynamicAllocation = "dynamic-allocation";   // new, delete, malloc & co

@@ -87,7 +87,7 @@ void register_check_command(CLI::App& app, CommandAction& action) {
       "Each file is parsed as Metal (C++ for OpenCL with Metal's address spaces, against mfagen's\n"
       "metal_stdlib stand-in). Reported, as FILE:LINE:COLUMN: error: MESSAGE [RULE]: clang's errors\n"
       "[compile-error], valid Metal the cpu backend cannot lower [cpu-lowering], and what Metal\n"
-      "rejects: recursion, virtual-function, exceptions, dynamic-allocation, goto, std-library,\n"
+      "rejects: virtual-function, exceptions, dynamic-allocation, goto, std-library,\n"
       "include, thread-pointer-escape, generic-pointer, kernel-parameter-attribute,\n"
       "duplicate-binding-index, kernel-return-type, double, static-local; and misused Metal 4\n"
       "TensorOps: cooperative-tensor-space (a cooperative tensor outside thread memory),\n"

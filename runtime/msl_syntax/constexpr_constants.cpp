@@ -3,6 +3,8 @@
 #include <set>
 #include <string_view>
 
+#include "mfagen/msl/vector_syntax.h"
+
 namespace mfagen::msl {
 namespace {
 
@@ -27,6 +29,11 @@ bool declares_constexpr_object(const TokenView& v, size_t k) {
   for (size_t j = last + 1; j < v.count(); ++j) {
     if (v.is(j, "=") || v.is(j, "{")) return names >= 2;  // a type and the variable's name
     if (v.is_identifier(j)) {
+      // A builtin scalar or vector stays: it copies out of __constant, and
+      // a `constant int&` parameter binds it (MLX's sort.h passes
+      // `constant constexpr const int zero_helper`).
+      if (names == 0 && (is_scalar_type_name(v.text(j)) || is_vector_type_name(v.text(j)))) return false;
+      if (v.is(j, "metal") && v.is(j + 1, "::")) continue;
       ++names;
       if (v.is(j + 1, "<")) {
         j = v.find_matching(j + 1);

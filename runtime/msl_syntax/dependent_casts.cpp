@@ -4,10 +4,26 @@
 
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "mfagen/msl/cast_context.h"
 
 namespace mfagen::msl {
+namespace {
+
+// `thread ValT (&vals)[N]` (MLX's sort.h, a parameter): the type T at j
+// followed by a parenthesized declarator, not T's constructor. Told by a
+// qualifier before T (an address space, const, volatile: no expression
+// puts one before a construction), or by the form `T (&name)[` / `T (*name)[`,
+// a reference or pointer to an array.
+bool declares_parenthesized_declarator(const TokenView& v, size_t j) {
+  static const std::set<std::string_view> qualifiers = {"thread", "device", "threadgroup", "constant",
+                                                        "const",  "volatile"};
+  if (j > 0 && qualifiers.contains(v.text(j - 1))) return true;
+  return (v.is(j + 2, "&") || v.is(j + 2, "*")) && v.is_identifier(j + 3) && v.is(j + 4, ")") && v.is(j + 5, "[");
+}
+
+}  // namespace
 
 void lower_dependent_casts(TokenView& v, const UnaryBeforeCastHandler& on_unary_before_cast) {
   for (size_t k = 0; k + 1 < v.count(); ++k) {
@@ -29,7 +45,8 @@ void lower_dependent_casts(TokenView& v, const UnaryBeforeCastHandler& on_unary_
     if (end >= v.count()) continue;
     for (size_t j = body; j + 3 < end; ++j) {
       bool functional = type_parameters.contains(v.text(j)) && v.is(j + 1, "(") && !v.is(j - 1, ".") &&
-                        !v.is(j - 1, "->") && !v.is(j - 1, "::") && !v.is(j - 1, "operator");
+                        !v.is(j - 1, "->") && !v.is(j - 1, "::") && !v.is(j - 1, "operator") &&
+                        !declares_parenthesized_declarator(v, j);
       if (functional) {  // T(args...)
         v.replace(j, fmt::format("::metal::__mf_dep_ctor<{}>", v.text(j)));
         continue;

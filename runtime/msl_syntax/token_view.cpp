@@ -46,11 +46,37 @@ size_t TokenView::declaration_body(size_t k) const {
 
 size_t TokenView::find_matching(size_t k) const {
   std::string_view open = text(k);
-  std::string_view close = open == "(" ? ")" : open == "[" ? "]" : open == "{" ? "}" : ">";
+  if (open == "<") return find_matching_angle(k);
+  std::string_view close = open == "(" ? ")" : open == "[" ? "]" : "}";
   int depth = 0;
   for (size_t j = k; j < count(); ++j) {
     if (text(j) == open) ++depth;
     if (text(j) == close && --depth == 0) return j;
+  }
+  return count();
+}
+
+// A template argument list, read as C++ reads one ([temp.names]/3): a `>`
+// (or each half of `>>`) closes the innermost list, except inside
+// parentheses or brackets, which are skipped whole (`enable_if_t<(N > 2)>`);
+// a `<` opens a nested list only after a name (`Foo<Bar<int>>`), so that
+// `enable_if_t<sizeof(T) < 8, bool>` (MLX's scan.h) compares.
+size_t TokenView::find_matching_angle(size_t k) const {
+  int depth = 0;
+  for (size_t j = k; j < count(); ++j) {
+    std::string_view t = text(j);
+    if (j > k && (t == "(" || t == "[")) {
+      j = find_matching(j);
+      if (j >= count()) return count();
+      continue;
+    }
+    if (t == ";" || t == "{" || t == "}") return count();
+    if (t == "<" && (j == k || is_identifier(j - 1) || is(j - 1, "template"))) ++depth;
+    if (t == ">" && --depth == 0) return j;
+    if (t == ">>") {
+      depth -= 2;
+      if (depth <= 0) return j;  // the second half closes this list (or both do)
+    }
   }
   return count();
 }

@@ -76,20 +76,20 @@ TEST(CheckRules, DevicePointerPassedAsThreadPointer) {
       rules::kCompileError);
 }
 
-TEST(CheckRules, RecursionDirect) {
-  expect_rule("uint depth(uint n) {\n  return n == 0 ? 0 : 1 + depth(n - 1);  // HERE\n}\n", rules::kRecursion);
-}
-
-TEST(CheckRules, RecursionIndirect) {
-  expect_rule(
+// Recursion is valid Metal in a compute pass (generator/check/rules.h says
+// where Apple documents it; MLX's reduce kernels recurse), directly or
+// through another function.
+TEST(CheckRules, RecursionIsValidMetal) {
+  expect_clean(
+      "uint depth(uint n) {\n  return n == 0 ? 0 : 1 + depth(n - 1);\n}\n"
       "uint odd(uint n);\n"
       "uint even(uint n) { return n == 0 ? 1 : odd(n - 1); }\n"
-      "uint odd(uint n) { return n == 0 ? 0 : even(n - 1); }  // HERE\n",
-      rules::kRecursion);
+      "uint odd(uint n) { return n == 0 ? 0 : even(n - 1); }\n"
+      "kernel void k(device uint* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = depth(i) + even(i);\n}\n");
 }
 
-TEST(CheckRules, RecursionNearMissTemplatesAndCallChains) {
-  // Compile-time recursion over distinct instantiations is no call cycle.
+TEST(CheckRules, CompileTimeRecursionAndCallChains) {
   expect_clean(
       "template <uint N> uint sum() { return N + sum<N - 1>(); }\n"
       "template <> uint sum<0>() { return 0; }\n"
@@ -1078,6 +1078,21 @@ TEST(CheckRules, ConstexprConstantsAndNestedThreadgroupArraysAreValidMetal) {
   const KernelSignature* k = r.kernel("reduce_float_32");
   ASSERT_NE(k, nullptr) << dump(r);
   EXPECT_EQ(k->threadgroup_memory_bytes, 32u * 4);
+}
+
+// bfloat converts to bool as a builtin scalar (MLX's reduce_row.h assigns
+// `const device bfloat` elements to bool values), and an `if` on a bfloat
+// finds one conversion.
+TEST(CheckRules, BfloatToBoolIsValidMetal) {
+  expect_clean(
+      "template <typename T, typename U>\n"
+      "void truth(const device T* row, device U* out) { U v = row[0]; out[0] = v; }\n"
+      "kernel void k(const device bfloat* row [[buffer(0)]], device bool* out [[buffer(1)]]) {\n"
+      "  truth(row, out);\n"
+      "  bool b = row[1];\n"
+      "  bfloat x = row[2];\n"
+      "  if (x) out[1] = b;\n"
+      "}\n");
 }
 
 // Metal's constructs inside macros (MLX's instantiate_kernel and

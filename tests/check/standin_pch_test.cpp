@@ -220,21 +220,6 @@ TEST_F(StandinPch, ARelativeStandinDirectoryIsParsedPerFile) {
   EXPECT_TRUE(check(kClean, /*expect_precompiled=*/false).ok());
 }
 
-// Only the checked file is walked for the rules; the call graph still
-// follows calls into the stand-in, so a cycle through a stand-in template
-// that calls back into the file is recursion.
-TEST_F(StandinPch, RecursionThroughAStandinTemplateIsFound) {
-  append_to_standin(kLastHeader, "\ntemplate <class F> inline float mfagen_apply(F f, float x) { return f(x); }\n");
-  CheckResult r = check(kMetalPreamble +
-                        "struct Again { float operator()(float x) const; };\n"
-                        "float Again::operator()(float x) const {\n"
-                        "  return mfagen_apply(Again{}, x);\n"
-                        "}\n");
-  ASSERT_EQ(r.diagnostics.size(), 1u) << test::result_text(r);
-  EXPECT_EQ(r.diagnostics[0].rule, rules::kRecursion);
-  EXPECT_EQ(r.diagnostics[0].line, 5u);
-}
-
 // Diagnostics inside the stand-in (a static_assert of a template the file
 // instantiates) name the header and its line, as the per-file parse does.
 TEST_F(StandinPch, ErrorsInsideTheStandinKeepTheirHeaderLocation) {

@@ -347,5 +347,28 @@ TEST(PeerConstructs, ClassObjectsCopiedOutOfConstexprConstants) {
   EXPECT_EQ(out, (std::vector<float>{2.5f, -1.0f, -1.0f, 2.5f}));
 }
 
+// MLX's And/Or reductions of bfloat rows: bfloat converts to bool as the
+// builtin scalar does, nonzero (NaN too) is true, -0 is false.
+TEST(PeerConstructs, BfloatConvertsToBool) {
+  auto module = compile_constructs();
+  // bfloat bits: 0, 0.5, -2, -0, 0 (local), NaN
+  std::vector<uint16_t> row = {0x0000, 0x3f00, 0xc000, 0x8000, 0x0000, 0x7fc0};
+  std::vector<uint32_t> out(6, 7u);
+  auto result = run(*module, "bfloat_truth_values", {1, 1, 1}, {1, 1, 1}, {bind(0, row), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<uint32_t>{0, 1, 1, 0, 0, 1}));
+}
+
+// MLX's sort.h and scan.h: a reference-to-array parameter of a thread array
+// (its elements swapped through `thread T&`), and `sizeof(T) < 8` inside a
+// template argument list.
+TEST(PeerConstructs, ThreadArrayReferencesAndComparisonsInTemplateArguments) {
+  auto module = compile_constructs();
+  std::vector<uint32_t> in = {7, 3, 9, 1}, out(6, 0u);
+  auto result = run(*module, "thread_array_references", {1, 1, 1}, {1, 1, 1}, {bind(0, in), bind(1, out)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<uint32_t>{1, 3, 7, 9, 4, 8}));
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

@@ -130,8 +130,9 @@ TEST(CastContext, TellsCastsFromSizeofCallsAndDeclarations) {
   EXPECT_EQ(context("return -(T)b;"), CastContext::cast_after_unary_operator);
 }
 
-// A constexpr object in the constant space is declared in the default
-// space (the header says why); arrays, pointers, references, functions and
+// A constexpr object of a class or template-parameter type in the constant
+// space is declared in the default space (the header says why); builtin
+// scalars and vectors, arrays, pointers, references, functions and
 // declarations without constexpr keep `constant`.
 TEST(ConstexprConstants, OnlyConstexprObjectsLeaveTheConstantSpace) {
   TokenView v(
@@ -141,7 +142,9 @@ TEST(ConstexprConstants, OnlyConstexprObjectsLeaveTheConstantSpace) {
       "constant constexpr float* p = nullptr;\n"
       "constant float plain = 1;\n"
       "constexpr constant float& r = plain;\n"
-      "void f(constant float* x) { constexpr constant int n = 4; }\n");
+      "void f(constant float* x) { constexpr constant Pair q = Pair(1, 2); }\n"
+      "constant constexpr const int zero_helper = 0;\n"
+      "static constexpr constant metal::float2 two = metal::float2(1, 2);\n");
   lower_constexpr_constants(v);
   EXPECT_EQ(v.joined(),
             "template <typename U> struct Max { static constexpr  U init = Limits<U>::max; };\n"
@@ -150,7 +153,9 @@ TEST(ConstexprConstants, OnlyConstexprObjectsLeaveTheConstantSpace) {
             "constant constexpr float* p = nullptr;\n"
             "constant float plain = 1;\n"
             "constexpr constant float& r = plain;\n"
-            "void f(constant float* x) { constexpr  int n = 4; }\n");
+            "void f(constant float* x) { constexpr  Pair q = Pair(1, 2); }\n"
+            "constant constexpr const int zero_helper = 0;\n"
+            "static constexpr constant metal::float2 two = metal::float2(1, 2);\n");
 }
 
 TEST(OpenClKeywords, EveryUseOutsideAttributesIsRenamed) {

@@ -41,6 +41,18 @@ TEST(TokenView, FindMatchingReturnsCountWhenUnbalanced) {
   EXPECT_EQ(v.find_matching(find(v, "[", 1)), v.count());
 }
 
+// A template argument list read as C++ reads it: a `<` after no name
+// compares, a `>` inside parentheses does not close.
+TEST(TokenView, AngleBracketsMatchAsTemplateArgumentLists) {
+  TokenView v("template <typename T, enable_if_t<sizeof(T) < 8, bool> = true> f; A<(N > 2), B<C>> g;");
+  EXPECT_EQ(v.find_matching(find(v, "<")), find(v, ">", 1));
+  EXPECT_EQ(v.find_matching(find(v, "<", 1)), find(v, ">"));
+  EXPECT_EQ(v.find_matching(find(v, "<", 3)), find(v, ">", 4));
+  EXPECT_EQ(v.find_matching(find(v, "<", 4)), find(v, ">", 3));
+  TokenView open("x = a < b; y = c;");
+  EXPECT_EQ(open.find_matching(find(open, "<")), open.count()) << "a comparison closes at no `;`";
+}
+
 TEST(TokenView, MatchingThrowsForUnbalancedBrackets) {
   TokenView v("# 4 \"k.metal\"\nvoid f() {\n  g(;\n}\n");
   EXPECT_EQ(v.matching(find(v, "{")), find(v, "}"));

@@ -25,7 +25,7 @@ namespace {
 const std::map<std::string_view, std::string_view> kAddressSpaces = {
     // constant memory is read-only, so Metal treats `constant T*` as pointing to
     // const T (llama.cpp passes `constant float[]` tables to `constant float*`).
-    {"device", "__global"}, {"constant", "const __constant"}, {"threadgroup", "__local"}, {"thread", ""}};  // see thread_points_to
+    {"device", "__global"}, {"constant", "const __constant"}, {"threadgroup", "__local"}, {"thread", ""}};  // see thread_lowering
 
 // Function constant types as a host names them: int32_t is int (llama.cpp
 // declares `constant int32_t FC_... [[function_constant(i)]]`).
@@ -716,7 +716,7 @@ class Lowering {
     for (size_t k = 0; k < count(); ++k) {
       if (in_attribute(k) || !is_identifier(k)) continue;
       if (is(k, "thread")) {
-        replace(k, thread_points_to(k) ? "__generic" : "");
+        replace(k, std::string(thread_lowering(k)));
         continue;
       }
       // A method qualifier (`complex64_t(T x) const constant`, MLX) takes no
@@ -749,10 +749,17 @@ class Lowering {
   // Metal's default address space is `thread`; C++ for OpenCL's is generic
   // with private locals. `thread` therefore lowers to nothing (locals stay
   // private; `thread` methods, references and the temporaries bound to them
-  // behave as in Metal) except before a pointer declarator, where the
-  // explicit __generic lets `thread T*` deduce T = float from a local's
-  // `__private float*` (clang deduces `__private float` for a bare `T*`).
-  bool thread_points_to(size_t k) const {
+  // behave as in Metal) except:
+  //  - before a pointer declarator, where the explicit __generic lets
+  //    `thread T*` deduce T = float from a local's `__private float*` (clang
+  //    deduces `__private float` for a bare `T*`);
+  //  - before a reference to an array, `thread ValT (&vals)[N]` (MLX's
+  //    sort.h), which is __private: a thread array is a local, and a generic
+  //    reference would make its elements __generic lvalues, from which a
+  //    `thread T&` parameter deduces T = __generic ValT and `T w = a;` is
+  //    an automatic variable in the generic space (clang's error). The
+  //    checker lowers `thread` to __private throughout.
+  std::string_view thread_lowering(size_t k) const {
     size_t j = k + 1;
     while (j < count()) {
       if (is(j, "<")) {
@@ -763,7 +770,10 @@ class Lowering {
         break;
       }
     }
-    return is(j, "*");
+    if (is(j, "*")) return "__generic";
+    if (j > k + 1 && is(j, "(") && is(j + 1, "&") && is_identifier(j + 2) && is(j + 3, ")") && is(j + 4, "["))
+      return "__private";
+    return "";
   }
 
   msl::TokenView view_;

@@ -550,3 +550,57 @@ kernel void constexpr_class_constants(device float* out [[buffer(0)]]) {
   out[2] = copy.re;
   out[3] = copy.im;
 }
+
+// MLX's reduce_row.h, And/Or reductions of bfloat input: `U vals[N]; vals[j]
+// = row[j];` with U = bool and row a `const device bfloat*`. Metal's bfloat
+// is a builtin scalar and converts to bool (nonzero is true), in an
+// assignment, an initialization and a condition.
+template <typename T, typename U>
+METAL_FUNC void peer_truth_values(const device T* row, device uint* out) {
+  U vals[3];
+  for (int j = 0; j < 3; ++j) vals[j] = row[j];
+  for (int j = 0; j < 3; ++j) out[j] = vals[j] ? 1u : 0u;
+}
+kernel void bfloat_truth_values(const device bfloat* row [[buffer(0)]], device uint* out [[buffer(1)]]) {
+  peer_truth_values<bfloat, bool>(row, out);
+  bool initialized = row[3];
+  out[3] = initialized ? 1u : 0u;
+  bfloat local = row[4];
+  out[4] = local ? 1u : 0u;
+  out[5] = bool(row[5]) && !local ? 1u : 0u;
+}
+
+// MLX's sort.h: a `thread ValT (&vals)[N]` parameter (a reference to a
+// thread array, not ValT's constructor) whose elements go to a `thread T&`
+// swap that declares a `T` local; and scan.h's `enable_if_t<sizeof(T) < 8,
+// bool>`, a comparison inside a template argument list, picking the
+// overload by the element's size. out = the four values sorted, then 4 and 8.
+template <typename T>
+METAL_FUNC void peer_swap(thread T& a, thread T& b) {
+  T w = a;
+  a = b;
+  b = w;
+}
+template <typename ValT, short N>
+struct PeerThreadSort {
+  static METAL_FUNC void sort(thread ValT (&vals)[N]) {
+    for (short i = 0; i < N; ++i)
+      for (short j = i & 1; j < N - 1; j += 2)
+        if (vals[j + 1] < vals[j]) peer_swap(vals[j + 1], vals[j]);
+  }
+};
+template <typename T, metal::enable_if_t<sizeof(T) < 8, bool> = true>
+uint peer_size_class(T) {
+  return 4;
+}
+template <typename T, metal::enable_if_t<sizeof(T) == 8, bool> = true>
+uint peer_size_class(T) {
+  return 8;
+}
+kernel void thread_array_references(device const uint* in [[buffer(0)]], device uint* out [[buffer(1)]]) {
+  uint vals[4] = {in[0], in[1], in[2], in[3]};
+  PeerThreadSort<uint, 4>::sort(vals);
+  for (int i = 0; i < 4; ++i) out[i] = vals[i];
+  out[4] = peer_size_class(in[0]);
+  out[5] = peer_size_class(ulong(in[0]));
+}

@@ -211,13 +211,25 @@ struct bfloat {
     __mf_bits = __mf_int_to_bf16(static_cast<__mf_class_scalar_t<C&&>>(c));
     return *this;
   }
-  // Implicit only to float (a template, so that it is not a path to half/int).
+  // Implicit to float (a template, so that it is no path to half or int).
   template <class T, __mf_if<__is_same(T, float)> = 0>
   constexpr operator T() const {
     return __mf_bf16_to_f32(__mf_bits);
   }
+  // And to bool, as Metal's builtin bfloat converts (MSL section 2.1; MLX's
+  // reduce_row.h assigns `const device bfloat` elements to bool values for
+  // its And/Or reductions): nonzero is true. A template that deduces only
+  // bool, so that it is no path to int (bool -> int would promote a truth
+  // value where Metal converts the number). The integer conversions stay
+  // explicit and leave bool to it (`if (x)` would find both): implicit, they
+  // made abs, min, max and clamp of a bfloat ambiguous between the stand-in's
+  // float and integer overloads, where they take the float one.
+  template <class T, __mf_if<__is_same(T, bool)> = 0>
+  constexpr operator T() const {
+    return __mf_bf16_to_f32(__mf_bits) != 0.0f;
+  }
   constexpr explicit operator half() const { return static_cast<half>(__mf_bf16_to_f32(__mf_bits)); }
-  template <class I, __mf_if<__is_integral(I)> = 0>
+  template <class I, __mf_if<__is_integral(I) && !__is_same(I, bool)> = 0>
   constexpr explicit operator I() const {
     return static_cast<I>(__mf_bf16_to_f32(__mf_bits));
   }
@@ -227,8 +239,12 @@ struct bfloat {
   constexpr operator T() const __constant {
     return __mf_bf16_to_f32(__mf_bits);
   }
+  template <class T, __mf_if<__is_same(T, bool)> = 0>
+  constexpr operator T() const __constant {
+    return __mf_bf16_to_f32(__mf_bits) != 0.0f;
+  }
   constexpr explicit operator half() const __constant { return static_cast<half>(__mf_bf16_to_f32(__mf_bits)); }
-  template <class I, __mf_if<__is_integral(I)> = 0>
+  template <class I, __mf_if<__is_integral(I) && !__is_same(I, bool)> = 0>
   constexpr explicit operator I() const __constant {
     return static_cast<I>(__mf_bf16_to_f32(__mf_bits));
   }

@@ -1,5 +1,6 @@
-// A constexpr variable in Metal's constant address space that is neither an
-// array nor a pointer or reference: `static constexpr constant U init =
+// A constexpr variable in Metal's constant address space of a class or
+// template-parameter type, neither an array nor a pointer or reference:
+// `static constexpr constant U init =
 // Limits<U>::max;` (MLX's reduction/ops.h, scan.h, sort.h, with U its
 // complex64_t). Metal copies a class object out of the constant space with
 // the class's implicit copy constructor, as from any other space (MLX
@@ -11,17 +12,20 @@
 //
 // Such a variable is a compile-time value: Metal gives it no storage the
 // program can observe unless its address is taken, and taking the address
-// of a constexpr scalar or class object to pass as a `constant T*` is what
-// this lowering gives up (an array stays in __constant: llama.cpp passes
-// `constexpr constant static float kvalues_iq4nl_f[16]` to `constant
-// float*` parameters). Both lowerings therefore declare it in the default
+// of such an object to pass as a `constant T*` or `constant T&` is what
+// this lowering gives up. Arrays and builtin scalars and vectors stay in
+// __constant, where they copy out and where peers take their addresses:
+// llama.cpp passes `constexpr constant static float kvalues_iq4nl_f[16]` to
+// `constant float*` parameters, MLX's sort.h `constant constexpr const int
+// zero_helper` to `const constant int&` ones. Both lowerings therefore declare it in the default
 // space, const as constexpr makes it (a program-scope or static member
 // variable is then __global, a local one __private), where the implicit
 // copies bind:
 //   [template <...>] SPECIFIERS* TYPE NAME (= | {) ...
 // with `constexpr` and `constant` among the specifiers (static, inline,
-// constexpr, const, constant, volatile) and no `[`, `(`, `*` or `&` between
-// them and the initializer. Every other `constant` stays as it is.
+// constexpr, const, constant, volatile), TYPE not a builtin scalar or vector
+// name, and no `[`, `(`, `*` or `&` between them and the initializer. Every
+// other `constant` stays as it is.
 #pragma once
 
 #include "mfagen/msl/token_view.h"

@@ -54,7 +54,9 @@ class TokenView {
   std::string_view original_text(size_t begin, size_t end) const;
 
   // Index of the token closing the bracket ( [ { < opened at k, or count()
-  // when it is not closed.
+  // when it is not closed. A `<` is matched as C++ reads a template
+  // argument list (find_matching_angle, token_view.cpp); a `>>` closing
+  // two lists is the match of both.
   size_t find_matching(size_t k) const;
   // The same, but an unclosed bracket is an error (fail).
   size_t matching(size_t k) const;
@@ -86,6 +88,7 @@ class TokenView {
   TextWithOrigin joined_with_origin() const;
 
  private:
+  size_t find_matching_angle(size_t k) const;
   std::string original_;
   std::vector<Token> tokens_;
   std::vector<std::string> files_;
