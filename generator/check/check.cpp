@@ -216,6 +216,16 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
       ++accepted_errors_;
       return;
     }
+    if (info.getID() == clang::diag::err_bad_kernel_param_type && points_into_a_buffer(info)) {
+      // `device Complex<float>* x [[buffer(0)]]`: OpenCL allows a kernel
+      // only pointers to standard-layout, trivial classes; Metal binds a
+      // buffer of any class (MLX's kernels take `device complex64_t*`,
+      // whose constructors make it non-trivial), and the cpu backend runs
+      // them (its kernels are plain functions behind thunks).
+      last_error_.reset();
+      ++accepted_errors_;
+      return;
+    }
     if (info.getID() == clang::diag::err_bad_kernel_param_type &&
         text.str().find("visible_function_table<") != std::string::npos) {
       // OpenCL allows no class in the private space as a kernel parameter;
@@ -285,6 +295,17 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     size_t b = sm.getFileOffset(range.getBegin()), e = sm.getFileOffset(end);
     if (e <= b || e > locator_.lowered_text(*file).size()) return std::nullopt;
     return Span{b, e, *file};
+  }
+
+  // Whether the diagnostic's type argument is a pointer or reference into
+  // device, constant or threadgroup memory.
+  static bool points_into_a_buffer(const clang::Diagnostic& info) {
+    if (info.getNumArgs() < 1 || info.getArgKind(0) != clang::DiagnosticsEngine::ak_qualtype) return false;
+    const clang::QualType type = clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(0)));
+    if (!type->isPointerType() && !type->isReferenceType()) return false;
+    const clang::LangAS space = type->getPointeeType().getAddressSpace();
+    return space == clang::LangAS::opencl_global || space == clang::LangAS::opencl_constant ||
+           space == clang::LangAS::opencl_local;
   }
 
   // The errors on valid Metal that the cpu backend repairs from clang's

@@ -170,6 +170,16 @@ TEST_F(CheckCli, FindingsInAnOwnHeaderNameTheHeader) {
       << r.err;
 }
 
+// The checker agrees with the cpu backend (issue 35): every construct of
+// the peers' kernels that tests/cpu/peer_constructs_test.cpp runs against
+// exact results is valid Metal to `mfagen check` too.
+TEST_F(CheckCli, ThePeerConstructsTheCpuBackendRunsAreValidMetal) {
+  const std::string kernels = std::string(MFAGEN_SOURCE_DIR) + "/tests/cpu/kernels/";
+  test::ProcessResult r = mfagen({"check", kernels + "peer_constructs.metal", kernels + "peer_constructs_fence.metal",
+                                  kernels + "peer_constructs_function_constants.metal"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(CheckCli, GeneratedKernelsPassWithTheirManifest) {
   fs::path out = dir_ / "out";
   test::ProcessResult g = mfagen({"generate", std::string(MFAGEN_SOURCE_DIR) + "/specs/llama.json", "-o",

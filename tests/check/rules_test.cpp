@@ -1095,6 +1095,21 @@ TEST(CheckRules, BfloatToBoolIsValidMetal) {
       "}\n");
 }
 
+// A kernel's buffer of a class OpenCL would refuse as a kernel parameter
+// (not trivial: it has constructors), as MLX binds `device complex64_t*`.
+TEST(CheckRules, BuffersOfNonTrivialClassesAreValidMetal) {
+  expect_clean(
+      "struct Pair {\n"
+      "  float re, im;\n"
+      "  Pair() thread = default;\n"
+      "  constexpr Pair(float r, float i) thread : re(r), im(i) {}\n"
+      "};\n"
+      "kernel void k(const device Pair* in [[buffer(0)]], device Pair* out [[buffer(1)]],\n"
+      "              constant Pair& c [[buffer(2)]], uint i [[thread_position_in_grid]]) {\n"
+      "  out[i] = Pair(in[i].re + c.re, in[i].im);\n"
+      "}\n");
+}
+
 // Metal's constructs inside macros (MLX's instantiate_kernel and
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the
