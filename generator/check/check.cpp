@@ -26,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -323,6 +324,10 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
   //    (that element type in every instantiation of a template).
   void collect_operand_repairs(const clang::Diagnostic& info) {
     const unsigned id = info.getID();
+    if (id == clang::diag::err_typecheck_convert_incompatible) {
+      collect_bfloat_assignment_repair(info);
+      return;
+    }
     const bool conditional = id == clang::diag::err_typecheck_cond_incompatible_operands ||
                              id == clang::diag::err_conditional_ambiguous_ovl;
     const bool rank = id == clang::diag::err_opencl_scalar_type_rank_greater_than_vector_type;
@@ -357,6 +362,34 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
                                     slice(scalar)),
                         true, scalar.file});
     repairs_.push_back({scalar.end, ")", false, scalar.file});
+  }
+
+  // An assignment from a bfloat to an integer (`out[i] = tgp_vals[i]`, MLX's
+  // sort.h): the source becomes `__mf_implicit_scalar(SOURCE)`, as the cpu
+  // backend repairs it (runtime/backends/cpu/diagnostic_repair.h).
+  void collect_bfloat_assignment_repair(const clang::Diagnostic& info) {
+    if (info.getNumRanges() != 1 || !info.hasSourceManager()) return;
+    llvm::SmallString<256> text;
+    info.FormatDiagnostic(text);
+    static const std::regex assigned_bfloat(
+        R"(^assigning to '[^']*'(?: \(aka '[^']*'\))? from incompatible type '([^']*)'(?: \(aka '([^']*)'\))?$)");
+    std::smatch types;
+    const std::string message(text.str());
+    if (!std::regex_match(message, types, assigned_bfloat)) return;
+    std::string from = types[2].matched ? types[2] : types[1];
+    for (bool stripped = true; stripped;) {
+      stripped = false;
+      for (std::string_view word : {"const ", "__global ", "__constant ", "__local ", "__private ", "__generic "})
+        if (from.rfind(word, 0) == 0) {
+          from.erase(0, word.size());
+          stripped = true;
+        }
+    }
+    if (from != "bfloat") return;
+    std::optional<Span> source = operand_span(info.getSourceManager(), info.getRange(0));
+    if (!source) return;
+    repairs_.push_back({source->begin, "__mf_implicit_scalar(", true, source->file});
+    repairs_.push_back({source->end, ")", false, source->file});
   }
 
   const Locator& locator_;

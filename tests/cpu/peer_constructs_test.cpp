@@ -370,5 +370,20 @@ TEST(PeerConstructs, ThreadArrayReferencesAndComparisonsInTemplateArguments) {
   EXPECT_EQ(out, (std::vector<uint32_t>{1, 3, 7, 9, 4, 8}));
 }
 
+// MLX's sort.h: a threadgroup bfloat assigned to a uint output converts as
+// the builtin scalar does (toward zero), in a template whose float
+// instantiation is untouched.
+TEST(PeerConstructs, BfloatAssignedToIntegers) {
+  auto module = compile_constructs();
+  std::vector<uint16_t> in = {0x4060, 0x3f00, 0x4020};  // 3.5, 0.5, 2.5
+  std::vector<uint32_t> out(3, 99u);
+  std::vector<float> fout(1, 0.0f);
+  auto result = run(*module, "bfloat_assigned_to_integers", {1, 1, 1}, {1, 1, 1},
+                    {bind(0, in), bind(1, out), bind(2, fout)});
+  EXPECT_TRUE(IsClean(result));
+  EXPECT_EQ(out, (std::vector<uint32_t>{3, 0, 2}));
+  EXPECT_EQ(fout[0], 2.5f);
+}
+
 }  // namespace
 }  // namespace mfagen::cputest

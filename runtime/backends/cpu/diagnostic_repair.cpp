@@ -127,6 +127,8 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
       R"(^scalar operand type has greater rank than the type of the vector element\. )"
       R"(\('([^']*)'(?: \(vector of \d+ '[^']*' values\)| \(aka '([^']*)'\))? and )"
       R"('([^']*)'(?: \(vector of \d+ '[^']*' values\)| \(aka '([^']*)'\))?\)$)");
+  static const std::regex assigned_bfloat(
+      R"(^assigning to '([^']*)'(?: \(aka '([^']*)'\))? from incompatible type '([^']*)'(?: \(aka '([^']*)'\))?$)");
   static const std::regex range(R"(\{(\d+):(\d+)-(\d+):(\d+)\})");
   // A call no candidate accepts, with a note per candidate; the notes of the
   // braced lists clang cannot convert to a vector parameter carry the list's range.
@@ -171,6 +173,16 @@ std::optional<std::set<Wrap>> rejected_expressions(const std::string& diagnostic
       continue;
     }
     std::vector<Wrap> operands = ranges_of(ranges);
+    if (std::regex_match(message, types, assigned_bfloat)) {
+      // The source of an assignment from a bfloat (one range): Metal converts
+      // the builtin scalar implicitly (MLX's sort.h assigns a threadgroup
+      // bfloat to a uint output).
+      const std::string from = types[4].matched ? types[4] : types[3];
+      if (operands.size() != 1 || unqualified(from) != "bfloat") continue;
+      operands[0].prefix = "__mf_implicit_scalar(";
+      wraps.insert(operands[0]);
+      continue;
+    }
     if (operands.size() != 2) continue;
     const bool is_incompatible = std::regex_match(message, types, incompatible);
     if (is_incompatible || std::regex_match(message, types, ambiguous)) {

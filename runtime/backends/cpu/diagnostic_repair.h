@@ -26,7 +26,16 @@
 //    list-initializes the parameter, clang-16 finds no candidate ("cannot
 //    convert initializer list argument to 'uint3'"). The list named in that
 //    note becomes `__mf_braced_vector{...}`, an object that converts to the
-//    parameter's vector (mfagen_standin/lowering_support.h).
+//    parameter's vector (mfagen_standin/lowering_support.h);
+//  - an assignment from a bfloat to an integer, e.g. `out[i] = tgp_vals[i]`
+//    with a uint `out` and a threadgroup bfloat `tgp_vals` (MLX's sort.h):
+//    Metal's bfloat is a builtin scalar that converts implicitly, the
+//    stand-in's class converts to integers only explicitly ("assigning to
+//    'unsigned int' from incompatible type '__local bfloat'"). The source is
+//    wrapped in __mf_implicit_scalar(...) (mfagen_standin/scalar_types.h),
+//    which converts a bfloat to whatever it is assigned to and passes any
+//    other value through, so the template's other instantiations are
+//    unchanged.
 #pragma once
 
 #include <optional>

@@ -604,3 +604,21 @@ kernel void thread_array_references(device const uint* in [[buffer(0)]], device 
   out[4] = peer_size_class(in[0]);
   out[5] = peer_size_class(ulong(in[0]));
 }
+
+// MLX's sort.h: `out[i] = tgp_vals[i]` with a uint output and a threadgroup
+// bfloat, Metal's implicit conversion of the builtin scalar (the repair's
+// __mf_implicit_scalar), in a template also instantiated for float, where
+// it changes nothing. out = {3, 0, 2}, fout = {2.5}.
+template <typename U, typename V>
+METAL_FUNC void peer_write_out(device U* out, threadgroup V* vals, uint n) {
+  for (uint i = 0; i < n; ++i) out[i] = vals[i];
+}
+kernel void bfloat_assigned_to_integers(const device bfloat* in [[buffer(0)]], device uint* out [[buffer(1)]],
+                                        device float* fout [[buffer(2)]]) {
+  threadgroup bfloat vals[3];
+  threadgroup float fvals[1];
+  for (int i = 0; i < 3; ++i) vals[i] = in[i];
+  fvals[0] = 2.5f;
+  peer_write_out(out, vals, 3);
+  peer_write_out(fout, fvals, 1);
+}

@@ -254,6 +254,30 @@ static_assert(sizeof(bfloat) == 2 && alignof(bfloat) == 2, "bfloat must be 2 byt
 
 METAL_FUNC constexpr float __mf_bf(bfloat b) { return __mf_bf16_to_f32(b.__mf_bits); }
 
+// __mf_implicit_scalar(x): Metal's implicit conversion of a bfloat to
+// another scalar type, where the stand-in's bfloat (a class) converts to the
+// integer types only explicitly (above, for the overloads it keeps
+// unambiguous). The cpu backend's diagnostic repair and the checker insert
+// it around the source of an assignment clang rejects for that reason
+// (`out[i] = tgp_vals[i]`, a uint output and a threadgroup bfloat, MLX's
+// sort.h); in the template's other instantiations it passes x through.
+struct __mf_bfloat_value {
+  float value;
+  template <class T, __mf_if<__is_arithmetic(T)> = 0>
+  constexpr operator T() const {
+    return static_cast<T>(value);
+  }
+  constexpr operator bfloat() const { return bfloat(value); }
+};
+template <class B, __mf_if<__is_same(__mf_unqual<B>, bfloat)> = 0>
+METAL_FUNC constexpr __mf_bfloat_value __mf_implicit_scalar(const B& x) {
+  return {__mf_bf16_to_f32(x.__mf_bits)};
+}
+template <class X, __mf_if<!__is_same(__mf_unqual<typename __mf_noref<X>::type>, bfloat)> = 0>
+METAL_FUNC constexpr X&& __mf_implicit_scalar(X&& x) {
+  return static_cast<X&&>(x);
+}
+
 #define __MF_BF_HALF_ERROR                                                                                   \
   "MSL: bfloat and half cannot be mixed in one operation (unordered conversion ranks); convert one operand " \
   "explicitly, e.g. float(h) or bfloat(h)"
