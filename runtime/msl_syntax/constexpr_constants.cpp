@@ -21,9 +21,11 @@ bool declares_constexpr_object(const TokenView& v, size_t k) {
   for (size_t j = first; j <= last; ++j) is_constexpr |= v.is(j, "constexpr");
   if (!is_constexpr) return false;
   // The declaration starts at the specifiers: after a statement, a member
-  // access label (`public:`) or a template header.
+  // access label (`public:`), a template header, or a macro's invocation
+  // (`DEFINE_SIMD_EXCLUSIVE_SCAN()` before MLX's CumSum::init, where the
+  // checker lowers the text before preprocessing).
   if (first > 0 && !(v.is(first - 1, ";") || v.is(first - 1, "{") || v.is(first - 1, "}") || v.is(first - 1, ":") ||
-                     v.is(first - 1, ">")))
+                     v.is(first - 1, ">") || v.is(first - 1, ")")))
     return false;
   size_t names = 0;
   for (size_t j = last + 1; j < v.count(); ++j) {

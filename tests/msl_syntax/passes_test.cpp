@@ -137,6 +137,7 @@ TEST(CastContext, TellsCastsFromSizeofCallsAndDeclarations) {
 TEST(ConstexprConstants, OnlyConstexprObjectsLeaveTheConstantSpace) {
   TokenView v(
       "template <typename U> struct Max { static constexpr constant U init = Limits<U>::max; };\n"
+      "template <typename U> struct Sum { DEFINE_SCAN() static constexpr constant U init = U(0); };\n"
       "struct S { public: static constant constexpr const metal::complex<float> z{1, 2}; };\n"
       "constexpr constant static float table[16] = {0};\n"
       "constant constexpr float* p = nullptr;\n"
@@ -148,6 +149,7 @@ TEST(ConstexprConstants, OnlyConstexprObjectsLeaveTheConstantSpace) {
   lower_constexpr_constants(v);
   EXPECT_EQ(v.joined(),
             "template <typename U> struct Max { static constexpr  U init = Limits<U>::max; };\n"
+            "template <typename U> struct Sum { DEFINE_SCAN() static constexpr  U init = U(0); };\n"
             "struct S { public: static  constexpr const metal::complex<float> z{1, 2}; };\n"
             "constexpr constant static float table[16] = {0};\n"
             "constant constexpr float* p = nullptr;\n"
