@@ -64,6 +64,16 @@ void expect_clean(const std::string& body) {
   EXPECT_TRUE(r.ok()) << dump(r);
 }
 
+// `body` is valid Metal and its kernel `name` has `bytes` of static
+// threadgroup memory.
+void expect_clean_with_threadgroup_bytes(const std::string& body, const std::string& name, uint32_t bytes) {
+  CheckResult r = check_both_ways(kHeader + body, "threadgroup.metal");
+  ASSERT_TRUE(r.ok()) << dump(r);
+  const KernelSignature* k = r.kernel(name);
+  ASSERT_NE(k, nullptr) << dump(r);
+  EXPECT_EQ(k->threadgroup_memory_bytes, bytes);
+}
+
 // The cpu backend lowers `thread` to the generic address space (so that MLX's
 // and llama.cpp's `thread` methods and references compile); the checker keeps
 // Metal's rule that a device pointer is no thread pointer.
@@ -998,26 +1008,22 @@ TEST(CheckRules, DependentVectorCastsShortBracesAndConstantArraysAreValidMetal) 
 // them alike (OpenCL forbids local variables outside kernels, and a template
 // kernel is a plain function to clang) and still counts their bytes.
 TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
-  const std::string source = kHeader +
-                             "template <typename T, short N>\n"
-                             "kernel void tile(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
-                             "                 ushort lane [[thread_index_in_simdgroup]]) {\n"
-                             "  const int base = 0;\n"
-                             "  threadgroup T staged[N];\n"
-                             "  threadgroup float sums [4];\n"
-                             "  threadgroup T * alias = (threadgroup T *) staged;\n"
-                             "  staged[lane % N] = in[base + lane];\n"
-                             "  sums[lane % 4] = 1.0f;\n"
-                             "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
-                             "  out[lane] = alias[(lane + 1) % N] + T(sums[0]);\n"
-                             "}\n"
-                             "template [[host_name(\"tile_half_16\")]] kernel void tile<half, 16>(device const half*, "
-                             "device half*, ushort);\n";
-  CheckResult r = check_both_ways(source, "template_tg.metal");
-  ASSERT_TRUE(r.ok()) << dump(r);
-  const KernelSignature* k = r.kernel("tile_half_16");
-  ASSERT_NE(k, nullptr) << dump(r);
-  EXPECT_EQ(k->threadgroup_memory_bytes, 16u * 2 + 4 * 4);
+  expect_clean_with_threadgroup_bytes(
+      "template <typename T, short N>\n"
+      "kernel void tile(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
+      "                 ushort lane [[thread_index_in_simdgroup]]) {\n"
+      "  const int base = 0;\n"
+      "  threadgroup T staged[N];\n"
+      "  threadgroup float sums [4];\n"
+      "  threadgroup T * alias = (threadgroup T *) staged;\n"
+      "  staged[lane % N] = in[base + lane];\n"
+      "  sums[lane % 4] = 1.0f;\n"
+      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  out[lane] = alias[(lane + 1) % N] + T(sums[0]);\n"
+      "}\n"
+      "template [[host_name(\"tile_half_16\")]] kernel void tile<half, 16>(device const half*, "
+      "device half*, ushort);\n",
+      "tile_half_16", 16u * 2 + 4 * 4);
 }
 
 // Two more forms of a template kernel's threadgroup variables (MLX's fft.h
@@ -1025,24 +1031,20 @@ TEST(CheckRules, ThreadgroupVariablesOfTemplateKernelsAreValidMetal) {
 // list with a comma in the type, and an initializer, which the cpu backend
 // accepts and does not apply (docs/verification.md says why).
 TEST(CheckRules, TemplateKernelThreadgroupVariablesWithTemplateTypesAndInitializersAreValidMetal) {
-  const std::string source = kHeader +
-                             "template <typename T, int N>\n"
-                             "[[kernel]] void pairs(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
-                             "                      ushort lane [[thread_index_in_simdgroup]]) {\n"
-                             "  threadgroup vec<T, 2> staged[N];\n"
-                             "  threadgroup float sums[4] = {0};\n"
-                             "  staged[lane % N] = vec<T, 2>(in[lane], in[lane]);\n"
-                             "  sums[lane % 4] = 1.0f;\n"
-                             "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
-                             "  out[lane] = staged[(lane + 1) % N].y + T(sums[0]);\n"
-                             "}\n"
-                             "template [[host_name(\"pairs_float_8\")]] [[kernel]] void pairs<float, 8>(device const float*, "
-                             "device float*, ushort);\n";
-  CheckResult r = check_both_ways(source, "template_tg_forms.metal");
-  ASSERT_TRUE(r.ok()) << dump(r);
-  const KernelSignature* k = r.kernel("pairs_float_8");
-  ASSERT_NE(k, nullptr) << dump(r);
-  EXPECT_EQ(k->threadgroup_memory_bytes, 8u * 8 + 4 * 4);
+  expect_clean_with_threadgroup_bytes(
+      "template <typename T, int N>\n"
+      "[[kernel]] void pairs(device const T* in [[buffer(0)]], device T* out [[buffer(1)]],\n"
+      "                      ushort lane [[thread_index_in_simdgroup]]) {\n"
+      "  threadgroup vec<T, 2> staged[N];\n"
+      "  threadgroup float sums[4] = {0};\n"
+      "  staged[lane % N] = vec<T, 2>(in[lane], in[lane]);\n"
+      "  sums[lane % 4] = 1.0f;\n"
+      "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "  out[lane] = staged[(lane + 1) % N].y + T(sums[0]);\n"
+      "}\n"
+      "template [[host_name(\"pairs_float_8\")]] [[kernel]] void pairs<float, 8>(device const float*, "
+      "device float*, ushort);\n",
+      "pairs_float_8", 8u * 8 + 4 * 4);
 }
 
 // MLX's reduction kernels: `static constexpr constant U init = U(0);` and
@@ -1050,34 +1052,30 @@ TEST(CheckRules, TemplateKernelThreadgroupVariablesWithTemplateTypesAndInitializ
 // copies from any space (mfagen/msl/constexpr_constants.h), and a template
 // kernel's threadgroup array declared in a nested block (reduce_col.h).
 TEST(CheckRules, ConstexprConstantsAndNestedThreadgroupArraysAreValidMetal) {
-  const std::string source = kHeader +
-                             "struct Pair {\n"
-                             "  float re, im;\n"
-                             "  constexpr Pair(float r, float i) thread : re(r), im(i) {}\n"
-                             "};\n"
-                             "template <typename T> struct Lim;\n"
-                             "template <> struct Lim<Pair> { static constexpr constant Pair max = Pair(2, 1); };\n"
-                             "template <> struct Lim<float> { static constexpr constant float max = 3; };\n"
-                             "template <typename U> struct MaxOp {\n"
-                             "  static constexpr constant U init = Lim<U>::max;\n"
-                             "  static constexpr constant U zero = U(0);\n"
-                             "};\n"
-                             "template <typename T, int N>\n"
-                             "[[kernel]] void reduce(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {\n"
-                             "  Pair p = MaxOp<Pair>::init;\n"
-                             "  if (lid < N) {\n"
-                             "    threadgroup T shared[N];\n"
-                             "    shared[lid] = MaxOp<T>::init + MaxOp<T>::zero;\n"
-                             "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
-                             "    out[lid] = shared[(lid + 1) % N] + p.re;\n"
-                             "  }\n"
-                             "}\n"
-                             "template [[host_name(\"reduce_float_32\")]] [[kernel]] void reduce<float, 32>(device float*, uint);\n";
-  CheckResult r = check_both_ways(source, "constexpr_constants.metal");
-  ASSERT_TRUE(r.ok()) << dump(r);
-  const KernelSignature* k = r.kernel("reduce_float_32");
-  ASSERT_NE(k, nullptr) << dump(r);
-  EXPECT_EQ(k->threadgroup_memory_bytes, 32u * 4);
+  expect_clean_with_threadgroup_bytes(
+      "struct Pair {\n"
+      "  float re, im;\n"
+      "  constexpr Pair(float r, float i) thread : re(r), im(i) {}\n"
+      "};\n"
+      "template <typename T> struct Lim;\n"
+      "template <> struct Lim<Pair> { static constexpr constant Pair max = Pair(2, 1); };\n"
+      "template <> struct Lim<float> { static constexpr constant float max = 3; };\n"
+      "template <typename U> struct MaxOp {\n"
+      "  static constexpr constant U init = Lim<U>::max;\n"
+      "  static constexpr constant U zero = U(0);\n"
+      "};\n"
+      "template <typename T, int N>\n"
+      "[[kernel]] void reduce(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {\n"
+      "  Pair p = MaxOp<Pair>::init;\n"
+      "  if (lid < N) {\n"
+      "    threadgroup T shared[N];\n"
+      "    shared[lid] = MaxOp<T>::init + MaxOp<T>::zero;\n"
+      "    threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+      "    out[lid] = shared[(lid + 1) % N] + p.re;\n"
+      "  }\n"
+      "}\n"
+      "template [[host_name(\"reduce_float_32\")]] [[kernel]] void reduce<float, 32>(device float*, uint);\n",
+      "reduce_float_32", 32u * 4);
 }
 
 // bfloat converts to bool as a builtin scalar (MLX's reduce_row.h assigns
