@@ -249,6 +249,24 @@ class Lowering {
     }
   }
 
+  // Whether `thread` at k begins `thread const TYPE&` (or `thread TYPE
+  // const&`): a name, `::` and template arguments, one `const`, then `&`.
+  bool declares_const_reference(size_t k) const {
+    bool is_const = false;
+    size_t j = k + 1;
+    for (; j < count(); ++j) {
+      if (is(j, "const")) {
+        is_const = true;
+      } else if (is(j, "<")) {
+        j = view_.find_matching(j);
+        if (j >= count()) return false;
+      } else if (!view_.is_identifier(j) && !is(j, "::")) {
+        break;
+      }
+    }
+    return is_const && is(j, "&");
+  }
+
   // Whether the parameter list closing at `close` declares a constructor:
   // its name follows no return type (`constexpr complex_t(T x) thread`,
   // after a specifier, or first in a member declaration).
@@ -429,6 +447,16 @@ class Lowering {
       // `thread T& frag_at() thread { return member; }` (MLX's steel
       // fragments) binds a thread reference to a thread object.
       if (is(k, "thread") && method_qualifier && is(k - 1, ")") && declares_constructor(k - 1)) {
+        view_.replace(k, "");
+        continue;
+      }
+      // `thread const short& lbk` (MLX's steel gemm.h, called with an int):
+      // Metal binds a thread const reference to a temporary, which C++ for
+      // OpenCL materializes outside __private ("cannot bind to a temporary
+      // object because of address space mismatch"). Such a reference is
+      // generic, as on the cpu backend; the generic-pointer rule still
+      // reports a device or threadgroup object bound to it.
+      if (is(k, "thread") && declares_const_reference(k)) {
         view_.replace(k, "");
         continue;
       }

@@ -1108,6 +1108,26 @@ TEST(CheckRules, BuffersOfNonTrivialClassesAreValidMetal) {
       "}\n");
 }
 
+// A `thread const` reference binds a temporary (MLX's steel gemm.h passes an
+// int for `thread const short& lbk`); an object in device memory bound to
+// it is still the generic-pointer finding.
+TEST(CheckRules, ThreadConstReferencesBindTemporaries) {
+  const std::string source = kHeader +
+                             "float twice(thread const short& s) { return 2.0f * s; }\n"
+                             "float first(thread const float& f) { return f; }\n"
+                             "kernel void k(device float* out [[buffer(0)]], device const float* in [[buffer(1)]],\n"
+                             "              uint i [[thread_position_in_grid]]) {\n"
+                             "  int n = int(i);\n"
+                             "  float local = in[i];\n"
+                             "  out[i] = twice(n) + twice(short(3)) + first(local);\n"
+                             "  out[i] += first(in[i]);  // HERE\n"
+                             "}\n";
+  CheckResult r = check_both_ways(source, "const_refs.metal");
+  ASSERT_EQ(r.diagnostics.size(), 1u) << dump(r);
+  EXPECT_EQ(r.diagnostics[0].rule, rules::kGenericPointer);
+  EXPECT_EQ(r.diagnostics[0].line, line_of(source, "// HERE"));
+}
+
 // Metal's constructs inside macros (MLX's instantiate_kernel and
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the
