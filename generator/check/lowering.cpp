@@ -10,6 +10,7 @@
 #include "check/rules.h"
 #include "mfagen/msl/coherence_qualifiers.h"
 #include "mfagen/msl/constexpr_constants.h"
+#include "mfagen/msl/decltype_of_locals.h"
 #include "mfagen/msl/dependent_casts.h"
 #include "mfagen/msl/function_pointers.h"
 #include "mfagen/msl/literal_types.h"
@@ -17,6 +18,7 @@
 #include "mfagen/msl/redundant_constexpr_definitions.h"
 #include "mfagen/msl/short_vector_braces.h"
 #include "mfagen/msl/token_view.h"
+#include "mfagen/msl/vec_alias_templates.h"
 #include "mfagen/msl/vec_partial_specializations.h"
 #include "mfagen/msl/vector_syntax.h"
 
@@ -110,6 +112,8 @@ class Lowering {
     msl::drop_redundant_constexpr_member_definitions(view_);
     msl::lower_constexpr_constants(view_);
     msl::lower_vec_partial_specializations(view_);
+    msl::lower_vec_in_alias_templates(view_);
+    msl::lower_decltype(view_);
     msl::lower_function_pointer_template_parameters(view_);
     // The prelude's function pointers extension admits them in clang too.
     for (size_t k : msl::virtual_specifiers(view_))
@@ -249,10 +253,11 @@ class Lowering {
     }
   }
 
-  // Whether `thread` at k begins `thread const TYPE&` (or `thread TYPE
-  // const&`): a name, `::` and template arguments, one `const`, then `&`.
+  // Whether `thread` at k is in `thread const TYPE&`, `const thread TYPE&`
+  // or `thread TYPE const&`: names, `::` and template arguments, a `const`,
+  // then `&`.
   bool declares_const_reference(size_t k) const {
-    bool is_const = false;
+    bool is_const = k > 0 && is(k - 1, "const");  // `const thread T&`
     size_t j = k + 1;
     for (; j < count(); ++j) {
       if (is(j, "const")) {
@@ -447,6 +452,15 @@ class Lowering {
       // `thread T& frag_at() thread { return member; }` (MLX's steel
       // fragments) binds a thread reference to a thread object.
       if (is(k, "thread") && method_qualifier && is(k - 1, ")") && declares_constructor(k - 1)) {
+        view_.replace(k, "");
+        continue;
+      }
+      // A const method's `thread` (`constexpr operator value_type() const
+      // thread`, MLX's integral_constant) is generic, as on the cpu backend:
+      // Metal calls it on a temporary (`if constexpr (kAlignedM &&
+      // kAlignedN)`), which C++ for OpenCL materializes outside __private;
+      // what it returns is a value or a const reference.
+      if (is(k, "thread") && is(k - 1, "const") && k > 1 && is(k - 2, ")")) {
         view_.replace(k, "");
         continue;
       }
