@@ -1128,6 +1128,30 @@ TEST(CheckRules, ThreadConstReferencesBindTemporaries) {
   EXPECT_EQ(r.diagnostics[0].line, line_of(source, "// HERE"));
 }
 
+// A const method's `thread` is called on a temporary (MLX's
+// integral_constant: `if constexpr (kAlignedM && kAlignedN)` converts the
+// prvalue of its operator&&), and a function template's parameter spelled
+// through an alias over vec deduces (MLX's `thread dtype_frag_t<T>&`).
+TEST(CheckRules, ConstMethodsOnTemporariesAndVecAliasParametersAreValidMetal) {
+  expect_clean(
+      "template <typename T, T v> struct constant_of {\n"
+      "  static constexpr constant T value = v;\n"
+      "  constexpr operator T() const thread { return value; }\n"
+      "};\n"
+      "template <typename T, T a, typename U, U b>\n"
+      "constexpr auto operator&&(constant_of<T, a>, constant_of<U, b>) {\n"
+      "  constexpr auto res = a && b;\n"
+      "  return constant_of<metal::remove_addrspace_t<decltype(res)>, res>{};\n"
+      "}\n"
+      "template <typename U> using frag_t = typename metal::vec<U, 2>;\n"
+      "template <typename T> T first(thread frag_t<T>& f) { return f[0]; }\n"
+      "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+      "  constexpr constant_of<bool, true> yes{};\n"
+      "  float2 f = float2(1.0f, 2.0f);\n"
+      "  if constexpr (yes && yes) out[i] = first(f);\n"
+      "}\n");
+}
+
 // Metal's constructs inside macros (MLX's instantiate_kernel and
 // bf16_math.h): the checker reads the file before preprocessing, so a
 // #define's body is lowered like code. The kernel takes the name the
