@@ -253,11 +253,13 @@ class Lowering {
     }
   }
 
-  // Whether `thread` at k is in `thread const TYPE&`, `const thread TYPE&`
-  // or `thread TYPE const&`: names, `::` and template arguments, a `const`,
-  // then `&`.
+  // Whether `thread` at k begins `thread const TYPE&` or `thread TYPE
+  // const&`: names, `::` and template arguments, a `const`, then `&`.
   bool declares_const_reference(size_t k) const {
-    bool is_const = k > 0 && is(k - 1, "const");  // `const thread T&`
+    // Not `const thread T&`: MLX's NAX fragments take `const thread
+    // dtype_frag_t<T>&` through the vec-alias deduction
+    // (mfagen/msl/vec_alias_templates.h), which a generic argument defeats.
+    bool is_const = false;
     size_t j = k + 1;
     for (; j < count(); ++j) {
       if (is(j, "const")) {
@@ -452,15 +454,6 @@ class Lowering {
       // `thread T& frag_at() thread { return member; }` (MLX's steel
       // fragments) binds a thread reference to a thread object.
       if (is(k, "thread") && method_qualifier && is(k - 1, ")") && declares_constructor(k - 1)) {
-        view_.replace(k, "");
-        continue;
-      }
-      // A const method's `thread` (`constexpr operator value_type() const
-      // thread`, MLX's integral_constant) is generic, as on the cpu backend:
-      // Metal calls it on a temporary (`if constexpr (kAlignedM &&
-      // kAlignedN)`), which C++ for OpenCL materializes outside __private;
-      // what it returns is a value or a const reference.
-      if (is(k, "thread") && is(k - 1, "const") && k > 1 && is(k - 2, ")")) {
         view_.replace(k, "");
         continue;
       }

@@ -1128,15 +1128,13 @@ TEST(CheckRules, ThreadConstReferencesBindTemporaries) {
   EXPECT_EQ(r.diagnostics[0].line, line_of(source, "// HERE"));
 }
 
-// A const method's `thread` is called on a temporary (MLX's
-// integral_constant: `if constexpr (kAlignedM && kAlignedN)` converts the
-// prvalue of its operator&&), and a function template's parameter spelled
-// through an alias over vec deduces (MLX's `thread dtype_frag_t<T>&`).
-TEST(CheckRules, ConstMethodsOnTemporariesAndVecAliasParametersAreValidMetal) {
+// A function template's parameter spelled through an alias over vec
+// deduces (MLX's `thread dtype_frag_t<T>&`), and `decltype` of a local
+// names its type without __private (MLX's integral_constant operators).
+TEST(CheckRules, VecAliasParametersAndDecltypeOfLocalsAreValidMetal) {
   expect_clean(
       "template <typename T, T v> struct constant_of {\n"
       "  static constexpr constant T value = v;\n"
-      "  constexpr operator T() const thread { return value; }\n"
       "};\n"
       "template <typename T, T a, typename U, U b>\n"
       "constexpr auto operator&&(constant_of<T, a>, constant_of<U, b>) {\n"
@@ -1148,7 +1146,7 @@ TEST(CheckRules, ConstMethodsOnTemporariesAndVecAliasParametersAreValidMetal) {
       "kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
       "  constexpr constant_of<bool, true> yes{};\n"
       "  float2 f = float2(1.0f, 2.0f);\n"
-      "  if constexpr (yes && yes) out[i] = first(f);\n"
+      "  if constexpr (decltype(yes && yes)::value) out[i] = first(f);\n"
       "}\n");
 }
 
