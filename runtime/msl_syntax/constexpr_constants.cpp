@@ -8,7 +8,8 @@
 namespace mfagen::msl {
 namespace {
 
-const std::set<std::string_view> kDeclarationSpecifiers = {"static", "inline", "constexpr", "const", "constant", "volatile"};
+const std::set<std::string_view> kDeclarationSpecifiers = {"static",   "inline",   "constexpr",
+                                                            "const",    "constant", "volatile"};
 
 // Whether the `constant` at k is a specifier of a constexpr variable whose
 // declarator is a plain name followed by its initializer.
