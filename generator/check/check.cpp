@@ -26,7 +26,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -208,31 +207,7 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
       last_error_.reset();
       return;
     }
-    if (info.getID() == clang::diag::err_local_cant_init) {
-      // `threadgroup float local_buffer[32] = {0};` (MLX's layer_norm):
-      // Apple's compiler accepts it; the cpu backend accepts it and does
-      // not apply the initializer (runtime/backends/cpu/msl_lowering.cpp,
-      // lower_threadgroup_declarations, which says why).
-      last_error_.reset();
-      ++accepted_errors_;
-      return;
-    }
-    if (info.getID() == clang::diag::err_bad_kernel_param_type && points_into_a_buffer(info)) {
-      // `device Complex<float>* x [[buffer(0)]]`: OpenCL allows a kernel
-      // only pointers to standard-layout, trivial classes; Metal binds a
-      // buffer of any class (MLX's kernels take `device complex64_t*`,
-      // whose constructors make it non-trivial), and the cpu backend runs
-      // them (its kernels are plain functions behind thunks).
-      last_error_.reset();
-      ++accepted_errors_;
-      return;
-    }
-    if (info.getID() == clang::diag::err_bad_kernel_param_type &&
-        text.str().find("visible_function_table<") != std::string::npos) {
-      // OpenCL allows no class in the private space as a kernel parameter;
-      // Metal binds a visible_function_table by value with [[buffer(n)]]
-      // (MSL section 2.15), as the cpu backend does (msl_lowering.cpp,
-      // is_buffer_handle). The matchers check its binding.
+    if (is_valid_metal_clang_rejects(info, text.str())) {
       last_error_.reset();
       ++accepted_errors_;
       return;
@@ -296,6 +271,27 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
     size_t b = sm.getFileOffset(range.getBegin()), e = sm.getFileOffset(end);
     if (e <= b || e > locator_.lowered_text(*file).size()) return std::nullopt;
     return Span{b, e, *file};
+  }
+
+  // Errors clang reports on valid Metal that the cpu backend compiles as
+  // written:
+  //  - `threadgroup float local_buffer[32] = {0};` (MLX's layer_norm):
+  //    Apple's compiler accepts it; the cpu backend accepts it and does not
+  //    apply the initializer (runtime/backends/cpu/msl_lowering.cpp,
+  //    lower_threadgroup_declarations, which says why);
+  //  - `device Complex<float>* x [[buffer(0)]]`: OpenCL allows a kernel only
+  //    pointers to standard-layout, trivial classes; Metal binds a buffer of
+  //    any class (MLX's kernels take `device complex64_t*`, whose
+  //    constructors make it non-trivial), and the cpu backend runs them (its
+  //    kernels are plain functions behind thunks);
+  //  - a visible_function_table parameter: OpenCL allows no class in the
+  //    private space as a kernel parameter; Metal binds it by value with
+  //    [[buffer(n)]] (MSL section 2.15), as the cpu backend does
+  //    (msl_lowering.cpp, is_buffer_handle). The matchers check its binding.
+  static bool is_valid_metal_clang_rejects(const clang::Diagnostic& info, std::string_view text) {
+    if (info.getID() == clang::diag::err_local_cant_init) return true;
+    return info.getID() == clang::diag::err_bad_kernel_param_type &&
+           (points_into_a_buffer(info) || text.find("visible_function_table<") != std::string_view::npos);
   }
 
   // Whether the diagnostic's type argument is a pointer or reference into
@@ -368,24 +364,13 @@ class CollectingDiagnostics : public clang::DiagnosticConsumer {
   // sort.h): the source becomes `__mf_implicit_scalar(SOURCE)`, as the cpu
   // backend repairs it (runtime/backends/cpu/diagnostic_repair.h).
   void collect_bfloat_assignment_repair(const clang::Diagnostic& info) {
-    if (info.getNumRanges() != 1 || !info.hasSourceManager()) return;
-    llvm::SmallString<256> text;
-    info.FormatDiagnostic(text);
-    static const std::regex assigned_bfloat(
-        R"(^assigning to '[^']*'(?: \(aka '[^']*'\))? from incompatible type '([^']*)'(?: \(aka '([^']*)'\))?$)");
-    std::smatch types;
-    const std::string message(text.str());
-    if (!std::regex_match(message, types, assigned_bfloat)) return;
-    std::string from = types[2].matched ? types[2] : types[1];
-    for (bool stripped = true; stripped;) {
-      stripped = false;
-      for (std::string_view word : {"const ", "__global ", "__constant ", "__local ", "__private ", "__generic "})
-        if (from.rfind(word, 0) == 0) {
-          from.erase(0, word.size());
-          stripped = true;
-        }
-    }
-    if (from != "bfloat") return;
+    // Arguments 0 and 1: the destination's and the source's types.
+    if (info.getNumRanges() != 1 || !info.hasSourceManager() || info.getNumArgs() < 2 ||
+        info.getArgKind(1) != clang::DiagnosticsEngine::ak_qualtype)
+      return;
+    const clang::QualType from = clang::QualType::getFromOpaquePtr(reinterpret_cast<void*>(info.getRawArg(1)));
+    const clang::CXXRecordDecl* record = from.getCanonicalType()->getAsCXXRecordDecl();
+    if (!record || record->getName() != "bfloat" || !record->getDeclContext()->isTranslationUnit()) return;
     std::optional<Span> source = operand_span(info.getSourceManager(), info.getRange(0));
     if (!source) return;
     repairs_.push_back({source->begin, "__mf_implicit_scalar(", true, source->file});

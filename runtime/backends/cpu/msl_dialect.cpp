@@ -1,11 +1,6 @@
 #include "msl_dialect.h"
 
-#include <fmt/format.h>
-
-#include <map>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "mfagen/msl/decltype_of_locals.h"
